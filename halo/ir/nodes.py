@@ -1,0 +1,283 @@
+"""The halo loop IR: frozen, slotted dataclasses; `==` is structural.
+
+Semantics (what every backend and the reference interpreter agree on):
+
+* Integers wrap around on overflow (two's complement), at the width of their type.
+* `Div` on integers is floor division and `Mod` is floor modulo (Python: the result of
+  `Mod` has the sign of the divisor). Integer division or modulo by zero gives 0.
+  `Div` on floats is IEEE division; `Mod` on floats is `a - b * floor(a / b)`.
+* Comparisons give `bool`. `And`, `Or`, `Xor`, `Not` are logical on `bool` and bitwise
+  on integers.
+* `Cast` float -> int truncates toward zero (out-of-range values are undefined);
+  int -> narrower int wraps; bool -> number gives 0 or 1; number -> bool is `!= 0`.
+* `Select` evaluates both branches (they must be free of side effects and safe to
+  evaluate); `Min`/`Max` on floats follow `np.minimum`/`np.maximum` for non-NaN values.
+* Math `Call`s (`sqrt`, `exp`, `log`, `pow`, `sin`, `cos`, `tanh`, `floor`, `ceil`,
+  `round` (half to even), `abs`) take and give floats, except `abs` which is also
+  defined on integers.
+* `For(name, min, extent, kind, body)` runs `body` for `name` = min, min+1, ...,
+  min+extent-1; `min` and `extent` are evaluated once, before the first iteration. An
+  extent <= 0 runs nothing. `kind` says how iterations may be executed (serial,
+  parallel, vectorized, unrolled); the result must not depend on it.
+* `Provide`/`Realize` address a Func by multi-dimensional coordinates (outermost first);
+  after storage flattening they become `Store`/`Load`/`Allocate` on flat buffers.
+* Evaluation order in a `Block` is left to right; `LetStmt` and `Let` evaluate their
+  value once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from halo.ir.types import Type, bool_, int32
+
+# ---------------------------------------------------------------------------- expressions
+
+
+class Expr:
+    """Base of expression nodes; every expression has a `.type`."""
+
+    __slots__ = ()
+    type: Type
+
+
+@dataclass(frozen=True, slots=True)
+class Const(Expr):
+    """A constant of any type: `value` is a Python int (also for bool) or float."""
+    type: Type
+    value: int | float
+
+
+@dataclass(frozen=True, slots=True)
+class Var(Expr):
+    """A named scalar: a loop variable, a let-bound name, a Param, or a buffer field
+    such as `inp.extent.0`."""
+    name: str
+    type: Type = int32
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(Expr):
+    type: Type
+    value: Expr
+
+
+class BinaryOp(Expr):
+    """Two operands of the same type; the result has that type (`Compare`: bool)."""
+
+    __slots__ = ()
+    a: Expr
+    b: Expr
+
+    @property
+    def type(self) -> Type:
+        return self.a.type
+
+
+def _binary(name: str, doc: str, base: type = BinaryOp) -> type:
+    cls = dataclass(frozen=True, slots=True)(
+        type(name, (base,), {"__annotations__": {"a": Expr, "b": Expr}, "__doc__": doc}))
+    cls.__module__ = __name__
+    return cls
+
+
+class Compare(BinaryOp):
+    __slots__ = ()
+
+    @property
+    def type(self) -> Type:
+        return bool_.with_lanes(self.a.type.lanes)
+
+
+Add = _binary("Add", "a + b")
+Sub = _binary("Sub", "a - b")
+Mul = _binary("Mul", "a * b")
+Div = _binary("Div", "a / b (floats) or a // b (integers, floor; x // 0 == 0)")
+Mod = _binary("Mod", "a % b (floor modulo; x % 0 == 0)")
+Min = _binary("Min", "min(a, b)")
+Max = _binary("Max", "max(a, b)")
+And = _binary("And", "logical and (bool) or bitwise and (integers)")
+Or = _binary("Or", "logical or (bool) or bitwise or (integers)")
+Xor = _binary("Xor", "logical xor (bool) or bitwise xor (integers)")
+EQ = _binary("EQ", "a == b", Compare)
+NE = _binary("NE", "a != b", Compare)
+LT = _binary("LT", "a < b (a > b is built as LT(b, a))", Compare)
+LE = _binary("LE", "a <= b (a >= b is built as LE(b, a))", Compare)
+
+
+@dataclass(frozen=True, slots=True)
+class Not(Expr):
+    a: Expr
+
+    @property
+    def type(self) -> Type:
+        return self.a.type
+
+
+@dataclass(frozen=True, slots=True)
+class Select(Expr):
+    condition: Expr
+    true_value: Expr
+    false_value: Expr
+
+    @property
+    def type(self) -> Type:
+        return self.true_value.type
+
+
+class CallKind(Enum):
+    FUNC = "func"    # a halo Func, addressed by coordinates
+    INPUT = "input"  # an input buffer (ImageParam or Buffer), addressed by coordinates
+    MATH = "math"    # a pure math function: sqrt, exp, ...
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Expr):
+    type: Type
+    name: str
+    args: tuple[Expr, ...]
+    kind: CallKind
+
+
+@dataclass(frozen=True, slots=True)
+class Load(Expr):
+    """Read element `index` of the flat buffer `name`."""
+    type: Type
+    name: str
+    index: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Let(Expr):
+    name: str
+    value: Expr
+    body: Expr
+
+    @property
+    def type(self) -> Type:
+        return self.body.type
+
+
+# ----------------------------------------------------------------------------- statements
+
+
+class Stmt:
+    __slots__ = ()
+
+
+class ForKind(Enum):
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unrolled"
+
+
+@dataclass(frozen=True, slots=True)
+class For(Stmt):
+    name: str
+    min: Expr
+    extent: Expr
+    kind: ForKind
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class LetStmt(Stmt):
+    name: str
+    value: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Block(Stmt):
+    """Statements run in order. Build with `block(...)`, which flattens and drops empties."""
+    stmts: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class IfThenElse(Stmt):
+    condition: Expr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluate(Stmt):
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Provide(Stmt):
+    """Store `value` into Func `name` at coordinates `args` (outermost first)."""
+    name: str
+    value: Expr
+    args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Realize(Stmt):
+    """Storage for Func `name` covering `bounds` ((min, extent) per dimension,
+    outermost first) while `body` runs."""
+    name: str
+    type: Type
+    bounds: tuple[tuple[Expr, Expr], ...]
+    body: Stmt
+    scope: str = "auto"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerConsumer(Stmt):
+    """`produce` computes Func `name`; `consume` is the code that reads it."""
+    name: str
+    produce: Stmt
+    consume: Stmt
+
+
+@dataclass(frozen=True, slots=True)
+class Store(Stmt):
+    """Write `value` to element `index` of the flat buffer `name`."""
+    name: str
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, slots=True)
+class Allocate(Stmt):
+    """A flat buffer of `size` elements of `type`, live while `body` runs.
+    `scope` is "heap" or "stack"."""
+    name: str
+    type: Type
+    size: Expr
+    body: Stmt
+    scope: str = "heap"
+
+
+NO_OP = Block(())
+
+
+def block(*stmts: Stmt | None) -> Stmt:
+    """A Block of `stmts`, flattening nested Blocks and dropping None and empty Blocks."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, Block):
+            flat.extend(s.stmts)
+        else:
+            flat.append(s)
+    return flat[0] if len(flat) == 1 else Block(tuple(flat))
+
+
+def const(value: int | float | bool, type: Type = int32) -> Const:
+    """A constant of `type`, with the value normalized to the type (bool -> 0/1,
+    integers wrapped to the width)."""
+    if type.is_float:
+        return Const(type, float(value))
+    v = int(value)
+    if type.is_bool:
+        return Const(type, 1 if v else 0)
+    bits = type.bits
+    v &= (1 << bits) - 1
+    if type.is_int and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return Const(type, v)
