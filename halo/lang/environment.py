@@ -1,0 +1,155 @@
+"""Everything a pipeline reaches from its outputs, and how run-time values bind to it.
+
+`Environment.of(outputs)` collects the Funcs (in realization order: producers before
+consumers, outputs last), the inputs and the Params. `bind(env, inputs)` checks the
+values a user passes — missing inputs, wrong dtype or rank — and returns them by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from halo.errors import DefinitionError, InputError
+from halo.lang.func import Func
+from halo.lang.inputs import Buffer, ImageParam, Param, _Input
+from halo.lang.rdom import RDom
+
+
+@dataclass
+class Environment:
+    outputs: list[Func]
+    funcs: dict[str, Func]          # realization order: producers first, outputs last
+    inputs: dict[str, _Input]
+    params: dict[str, Param]
+
+    @staticmethod
+    def of(outputs: list[Func]) -> Environment:
+        funcs: dict[str, Func] = {}
+        inputs: dict[str, _Input] = {}
+        params: dict[str, Param] = {}
+        visiting: set[str] = set()
+
+        def visit_deps(deps, owner: Func) -> None:
+            for d in sorted(deps - {owner}, key=lambda d: getattr(d, "name", "")):
+                if isinstance(d, Func):
+                    visit(d)
+                elif isinstance(d, _Input):
+                    inputs[d.name] = d
+                elif isinstance(d, Param):
+                    params[d.name] = d
+                elif isinstance(d, RDom):  # its bounds and predicate may use other objects
+                    for lo, ext in d.bounds:
+                        visit_deps(lo.deps | ext.deps, owner)
+                    if d.predicate is not None:
+                        visit_deps(d.predicate.deps - {d}, owner)
+
+        def visit(f: Func) -> None:
+            if funcs.get(f.name) is f:
+                return
+            if f.name in funcs:
+                _check_unique_names([funcs[f.name], f])
+            if f.name in visiting:
+                chain = " -> ".join([*visiting, f.name])
+                raise DefinitionError(f"Func {f.name} depends on itself through other Funcs "
+                                      f"({chain}); only an update may read its own Func")
+            visiting.add(f.name)
+            for d in f.definitions:
+                visit_deps(d.deps, f)
+            visiting.discard(f.name)
+            funcs[f.name] = f
+
+        for out in outputs:
+            if not isinstance(out, Func):
+                raise DefinitionError(f"outputs must be Funcs, got {out!r}")
+            visit(out)
+        _check_unique_names([*funcs.values(), *inputs.values(), *params.values()])
+        # outputs last, in the order given
+        order = [nm for nm in funcs if funcs[nm] not in outputs] + [o.name for o in outputs]
+        return Environment(list(outputs), {nm: funcs[nm] for nm in order}, inputs, params)
+
+    def consumers(self, name: str) -> list[str]:
+        """Funcs whose definitions call `name`."""
+        return [f.name for f in self.funcs.values()
+                if any(self.funcs.get(name) in d.deps for d in f.definitions)
+                and f.name != name]
+
+
+def _check_unique_names(objects: list) -> None:
+    seen: dict[str, object] = {}
+    for obj in objects:
+        other = seen.setdefault(obj.name, obj)
+        if other is not obj:
+            raise DefinitionError(
+                f"two different objects in this pipeline are both named '{obj.name}' "
+                f"({other!r} and {obj!r}); give them distinct names")
+
+
+def bind(env: Environment, inputs: dict | None, **named) -> tuple[dict[str, np.ndarray],
+                                                                   dict[str, object]]:
+    """Arrays by input name and scalars by Param name, checked against the pipeline.
+    `inputs` maps ImageParam/Param objects (or their names) to values."""
+    given: dict[str, object] = dict(named)
+    by_name = set(named)
+    for key, value in (inputs or {}).items():
+        if isinstance(key, str):
+            by_name.add(key)
+        elif not isinstance(key, (_Input, Param)):
+            raise InputError(f"inputs keys must be ImageParams, Params or names, got {key!r}")
+        given[key if isinstance(key, str) else key.name] = value
+    # Objects this pipeline doesn't read are fine (one dict can serve several pipelines);
+    # a name that matches nothing is a typo.
+    unknown = by_name - set(env.inputs) - set(env.params)
+    if unknown:
+        raise InputError(f"unknown input(s) {', '.join(sorted(unknown))}; this pipeline "
+                         f"takes {', '.join(sorted([*env.inputs, *env.params])) or 'nothing'}")
+    arrays: dict[str, np.ndarray] = {}
+    for name, inp in env.inputs.items():
+        if isinstance(inp, Buffer):
+            value = given.get(name, inp.array)
+        elif name in given:
+            value = given[name]
+        else:
+            raise InputError(f"ImageParam {name} ({inp.dtype}, {inp.ndim}-D) is not bound; "
+                             f"pass inputs={{{name}: array}}")
+        arrays[name] = _check_array(inp, value)
+    scalars: dict[str, object] = {}
+    for name, p in env.params.items():
+        if name in given:
+            value = given[name]
+        elif p.default is not None:
+            value = p.default
+        else:
+            raise InputError(f"Param {name} ({p.type}) is not bound and has no default; "
+                             f"pass inputs={{{name}: value}}")
+        scalars[name] = _check_scalar(p, value)
+    return arrays, scalars
+
+
+def _check_array(inp: ImageParam | Buffer, value: object) -> np.ndarray:
+    if not isinstance(value, np.ndarray):
+        raise InputError(f"input {inp.name} must be a NumPy array, got {type(value).__name__}")
+    if value.dtype != inp.dtype.numpy:
+        raise InputError(f"input {inp.name} has dtype {value.dtype} but the pipeline expects "
+                         f"{inp.dtype}; convert with .astype(np.{inp.dtype.numpy})")
+    if value.ndim != inp.ndim:
+        raise InputError(f"input {inp.name} has {value.ndim} dimension(s), shape "
+                         f"{value.shape}, but the pipeline expects {inp.ndim}")
+    return value
+
+
+def _check_scalar(p: Param, value: object) -> object:
+    t = p.type
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if t.is_float:
+        if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
+            raise InputError(f"Param {p.name} ({t}) needs a number, got {value!r}")
+        return float(value)
+    if t.is_bool:
+        return bool(value)
+    if isinstance(value, (float, np.floating)) or not isinstance(value, (int, np.integer)):
+        raise InputError(f"Param {p.name} ({t}) needs an integer, got {value!r}")
+    if not t.min_value() <= int(value) <= t.max_value():
+        raise InputError(f"Param {p.name} ({t}): {value} is out of range for {t}")
+    return int(value)

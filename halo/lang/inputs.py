@@ -1,0 +1,102 @@
+"""Inputs of a pipeline: `ImageParam` (an array bound at run time), `Buffer` (an array
+bound now, without copying), and `Param` (a scalar bound at run time).
+
+Indexing an input gives an Expr; `shape` gives symbolic extents (`inp.extent.0`, ...)
+usable anywhere in the algorithm.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from halo.errors import DefinitionError
+from halo.ir import nodes as n
+from halo.ir.types import Type, as_type, int32
+from halo.lang.expr import Expr, as_expr
+from halo.lang.names import claim_name
+
+
+def index_args(owner: str, key: object, ndim: int | None) -> tuple[Expr, ...]:
+    """The index Exprs of `owner[key]`, checked: integer-typed, right count."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    args = tuple(as_expr(k) for k in key)
+    for i, a in enumerate(args):
+        if not (a.type.is_integer or a.type.is_bool):
+            raise DefinitionError(f"{owner}: index {i} has type {a.type}; indices must be "
+                                  "integers (use halo.cast(halo.int32, ...) or floor)")
+    if ndim is not None and len(args) != ndim:
+        raise DefinitionError(f"{owner} has {ndim} dimension(s) but was indexed with "
+                              f"{len(args)}: {owner}[{', '.join(map(_short, args))}]")
+    return tuple(a if a.type == int32 else a.astype(int32) for a in args)
+
+
+def _short(e: Expr) -> str:
+    from halo.ir.printer import expr_to_str
+    return expr_to_str(e.node)
+
+
+class _Input:
+    """What ImageParam and Buffer share: a name, a dtype, a rank, and symbolic extents."""
+
+    def __init__(self, dtype: object, ndim: int, name: str | None, prefix: str):
+        if not isinstance(ndim, int) or ndim < 0:
+            raise DefinitionError(f"ndim must be a non-negative int, not {ndim!r}")
+        self.name = claim_name(name, prefix)
+        self.dtype: Type = as_type(dtype)
+        self.ndim = ndim
+        self.shape: tuple[Expr, ...] = tuple(
+            Expr(n.Var(f"{self.name}.extent.{i}", int32), (self,)) for i in range(ndim))
+
+    def __getitem__(self, key) -> Expr:
+        args = index_args(self.name, key, self.ndim)
+        deps = frozenset({self}).union(*(a.deps for a in args))
+        return Expr(n.Call(self.dtype, self.name, tuple(a.node for a in args),
+                           n.CallKind.INPUT), deps)
+
+    def provided_names(self) -> set[str]:
+        return {f"{self.name}.extent.{i}" for i in range(self.ndim)}
+
+    __hash__ = object.__hash__
+
+
+class ImageParam(_Input):
+    """An input array of a given dtype and rank, bound when the pipeline runs."""
+
+    def __init__(self, dtype: object, ndim: int, name: str | None = None):
+        super().__init__(dtype, ndim, name, "input")
+
+    def __repr__(self) -> str:
+        return f"ImageParam({self.dtype}, {self.ndim}, {self.name!r})"
+
+
+class Buffer(_Input):
+    """An input array bound now (not copied: later writes to it are seen by later runs)."""
+
+    def __init__(self, array: np.ndarray, name: str | None = None):
+        if not isinstance(array, np.ndarray):
+            raise DefinitionError(f"Buffer needs a NumPy array, not {type(array).__name__}")
+        super().__init__(array.dtype, array.ndim, name, "buffer")
+        self.array = array
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name!r}, shape={self.array.shape}, {self.dtype})"
+
+
+class Param(Expr):
+    """A scalar bound when the pipeline runs (or to `default` if not given)."""
+
+    __slots__ = ("name", "default")
+
+    def __init__(self, dtype: object, name: str | None = None, default: object = None):
+        t = as_type(dtype)
+        name = claim_name(name, "p")
+        super().__init__(n.Var(name, t))
+        self.deps = frozenset({self})
+        self.name = name
+        self.default = default
+
+    def provided_names(self) -> set[str]:
+        return {self.name}
+
+    def __repr__(self) -> str:
+        return f"Param({self.type}, {self.name!r})"

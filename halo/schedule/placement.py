@@ -1,0 +1,93 @@
+"""Where a Func is computed and stored, and its storage: the Func-level schedule calls.
+
+These record `LoopLevel`s; whether a level is legal (the loop exists and encloses every
+use) is checked when the pipeline is lowered, when the consumers' schedules are final.
+"""
+from __future__ import annotations
+
+from halo.errors import ScheduleError
+from halo.schedule.records import INLINE, ROOT, FuncSchedule, LoopLevel
+from halo.schedule.stage import loop_name
+
+SCOPES = ("auto", "global", "stack", "shared", "local")
+
+
+def _level(self_name: str, call: str, consumer, var) -> LoopLevel:
+    func = getattr(consumer, "func", consumer)  # a Stage knows its Func
+    stage = getattr(consumer, "index", 0)
+    name = getattr(func, "name", None)
+    if not isinstance(name, str) or not hasattr(func, "schedule"):
+        raise ScheduleError(f"{self_name}.{call}({consumer!r}, ...): the first argument must "
+                            "be the consuming Func or one of its update stages")
+    if name == self_name:
+        raise ScheduleError(f"{self_name}.{call}({name}, {loop_name(var)}): a Func can't be "
+                            f"placed inside its own loops; name the Func that reads {name}")
+    return LoopLevel("at", name, stage, loop_name(var))
+
+
+class FuncPlacement:
+    """Mixin for Func: `schedule` is its FuncSchedule, `name` its name."""
+
+    name: str
+    schedule: FuncSchedule
+
+    def compute_root(self):
+        """Compute the whole required region before any consumer runs."""
+        self.schedule.compute_level = ROOT
+        return self
+
+    def compute_at(self, consumer, var):
+        """Compute the region `consumer` needs inside its loop `var`.
+
+            for y:                              g.compute_at(f, y)
+              for x: f[y, x] = g[y, x]...  ->   for y:
+                                                  produce g: for x: g[y, x] = ...
+                                                  for x: f[y, x] = g[y, x]...
+        """
+        self.schedule.compute_level = _level(self.name, "compute_at", consumer, var)
+        return self
+
+    def compute_inline(self):
+        """Substitute the definition into every use (the default for pure Funcs)."""
+        self.schedule.compute_level = INLINE
+        return self
+
+    def store_root(self):
+        """Allocate at the outermost level (with compute_at inside it)."""
+        self.schedule.store_level = ROOT
+        return self
+
+    def store_at(self, consumer, var):
+        """Allocate inside `consumer`'s loop `var`, which must enclose the compute level."""
+        self.schedule.store_level = _level(self.name, "store_at", consumer, var)
+        return self
+
+    def store_in(self, scope: str):
+        """The memory the Func lives in: "global", "stack", "shared" (GPU) or "local"."""
+        if scope not in SCOPES:
+            raise ScheduleError(f"{self.name}.store_in({scope!r}): the scope must be one of "
+                                f"{', '.join(repr(s) for s in SCOPES[1:])}")
+        self.schedule.memory_scope = scope
+        return self
+
+    def bound(self, var, min, extent):  # noqa: A002 - the API's names
+        """Assert the realized range of dimension `var` is [min, min + extent): halo
+        computes exactly that range (enabling constant extents) and checks at run time
+        that it covers what consumers need."""
+        name = loop_name(var)
+        args = [a.name for a in getattr(self, "args", ())]
+        if name not in args:
+            raise ScheduleError(f"{self.name}.bound({name}, ...): '{name}' is not a "
+                                f"dimension of {self.name}; its dimensions are "
+                                f"{', '.join(args) or '(none yet)'}")
+        self.schedule.bounds[name] = (min, extent)
+        return self
+
+    def set_estimates(self, estimates):
+        """Size hints (min, extent) per dimension, outermost first, for the autoscheduler."""
+        est = [tuple(int(v) for v in e) for e in estimates]
+        if any(len(e) != 2 for e in est):
+            raise ScheduleError(f"{self.name}.set_estimates(...): give one (min, extent) "
+                                "pair per dimension")
+        self.schedule.estimates = est
+        return self

@@ -1,0 +1,92 @@
+"""Schedules as plain data.
+
+A Func's `FuncSchedule` says where it is computed and stored, its scope, bounds and
+estimates, and holds one `StageSchedule` per definition (pure first, then updates).
+A `StageSchedule` is the list of loop transformations (`Split`, `Fuse`) applied in
+order, and the resulting loops (`dims`, outermost first, each with its kind). Loop names
+are the bare names users wrote (`"xo"`); lowering qualifies them as `f.s0.xo`.
+Only `halo.lower.schedule_functions` turns these records into loops.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from halo.ir.nodes import ForKind
+
+TAILS = ("auto", "guard", "round_up", "shift_inwards")
+
+
+@dataclass(frozen=True)
+class Split:
+    """Loop `old` becomes `outer` (outside) and `inner` (0 .. factor-1)."""
+    old: str
+    outer: str
+    inner: str
+    factor: int
+    tail: str = "auto"
+
+
+@dataclass(frozen=True)
+class Fuse:
+    """Adjacent loops `outer` and `inner` become the single loop `fused`."""
+    outer: str
+    inner: str
+    fused: str
+
+
+@dataclass
+class Dim:
+    """One loop of a stage. `pure` is False for loops over reduction variables."""
+    name: str
+    kind: ForKind = ForKind.SERIAL
+    pure: bool = True
+
+
+@dataclass
+class StageSchedule:
+    dims: list[Dim]
+    transforms: list[Split | Fuse] = field(default_factory=list)
+
+    def dim_names(self) -> list[str]:
+        return [d.name for d in self.dims]
+
+    def find(self, name: str) -> Dim | None:
+        return next((d for d in self.dims if d.name == name), None)
+
+    def names_used(self) -> set[str]:
+        """Every loop name this stage has ever had (they can't be reused)."""
+        used = set(self.dim_names())
+        for t in self.transforms:
+            used |= {t.old, t.outer, t.inner} if isinstance(t, Split) else \
+                {t.outer, t.inner, t.fused}
+        return used
+
+
+@dataclass(frozen=True)
+class LoopLevel:
+    """Where a Func is computed or stored: `inline`, `root`, or loop `var` of stage
+    `stage` of Func `func`."""
+    kind: str                 # "inline" | "root" | "at"
+    func: str | None = None
+    stage: int = 0
+    var: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind != "at":
+            return self.kind
+        stage = "" if self.stage == 0 else f".update({self.stage - 1})"
+        return f"{self.func}{stage} loop {self.var}"
+
+
+INLINE = LoopLevel("inline")
+ROOT = LoopLevel("root")
+
+
+@dataclass
+class FuncSchedule:
+    stages: list[StageSchedule] = field(default_factory=list)
+    compute_level: LoopLevel | None = None  # None: the default (see lower.realization)
+    store_level: LoopLevel | None = None    # None: same as the compute level
+    bounds: dict[str, tuple[object, object]] = field(default_factory=dict)
+    estimates: list[tuple[int, int]] | None = None
+    memory_scope: str = "auto"

@@ -1,0 +1,200 @@
+"""The scheduling methods users call on a Func (its pure stage) or on `f.update(i)`.
+
+Each method validates its arguments against the stage's current loops, appends a record
+to the stage's `StageSchedule`, and returns `self` so calls chain. Errors name the Func,
+the call, and the loops that exist.
+"""
+from __future__ import annotations
+
+from halo.errors import ScheduleError
+from halo.ir.nodes import ForKind
+from halo.schedule.records import TAILS, Dim, Fuse, Split, StageSchedule
+
+
+def loop_name(v: object) -> str:
+    """The loop name a schedule argument stands for (a Var, RVar or string)."""
+    if isinstance(v, str):
+        return v
+    name = getattr(v, "name", None)
+    if isinstance(name, str):
+        return name
+    raise ScheduleError(f"expected a Var or RVar naming a loop, got {v!r}")
+
+
+def _show(v: object) -> str:
+    if isinstance(v, (str, int)):
+        return str(v) if not isinstance(v, str) else v
+    return getattr(v, "name", repr(v))
+
+
+class Schedulable:
+    """Loop transformations of one stage. Subclasses provide `_stage()` (the record),
+    `_stage_label()` (e.g. "f" or "f.update(0)"), and `_is_update`."""
+
+    _is_update = False
+
+    def _stage(self) -> StageSchedule:
+        raise NotImplementedError
+
+    def _stage_label(self) -> str:
+        raise NotImplementedError
+
+    # --------------------------------------------------------------------- validation
+
+    def _error(self, call: str, args: tuple, message: str) -> ScheduleError:
+        shown = ", ".join(_show(a) for a in args)
+        loops = ", ".join(self._stage().dim_names()) or "(none)"
+        return ScheduleError(f"{self._stage_label()}.{call}({shown}): {message}. "
+                             f"The loops of {self._stage_label()} are, outermost first: "
+                             f"{loops}")
+
+    def _existing(self, call: str, args: tuple, v: object) -> Dim:
+        name = loop_name(v)
+        dim = self._stage().find(name)
+        if dim is None:
+            raise self._error(call, args, f"there is no loop named '{name}'")
+        return dim
+
+    def _fresh(self, call: str, args: tuple, v: object, allowed: str | None = None) -> str:
+        name = loop_name(v)
+        if name != allowed and name in self._stage().names_used():
+            raise self._error(call, args, f"the name '{name}' is already used by this "
+                                          "schedule; pick a new Var")
+        return name
+
+    def _fresh_suffix(self, base: str, suffix: str) -> str:
+        used = self._stage().names_used()
+        name, i = f"{base}_{suffix}", 1
+        while name in used:
+            name, i = f"{base}_{suffix}{i}", i + 1
+        return name
+
+    # ------------------------------------------------------------------ transformations
+
+    def split(self, v, outer, inner, factor: int, tail: str = "auto"):
+        """Split loop `v` into `outer` and `inner` (0 .. factor-1).
+
+            for x in range(0, 10):          split(x, xo, xi, 4)
+              f[x] = ...               ->   for xo in range(3):
+                                              for xi in range(4):
+                                                f[xo * 4 + xi] = ...   # tail: see below
+
+        `tail` says what happens when `factor` doesn't divide the extent: "guard" (skip
+        the points past the end), "shift_inwards" (the last iteration is moved back;
+        pure stages only), "round_up" (compute past the end; not for outputs or
+        updates), or "auto" (shift_inwards for pure stages, guard for updates).
+        """
+        args = (v, outer, inner, factor)
+        dim = self._existing("split", args, v)
+        if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
+            raise self._error("split", args, f"the factor must be a positive int, "
+                                             f"not {factor!r}")
+        if tail not in TAILS:
+            raise self._error("split", args, f"tail={tail!r} is not one of {TAILS}")
+        if tail in ("shift_inwards", "round_up") and (self._is_update or not dim.pure):
+            raise self._error("split", args, f"tail='{tail}' computes some points twice "
+                                             "or past the end, which changes the result of "
+                                             "an update stage; use tail='guard'")
+        o = self._fresh("split", args, outer, allowed=dim.name)
+        i = self._fresh("split", args, inner)
+        if o == i:
+            raise self._error("split", args, "the outer and inner loops need different names")
+        stage = self._stage()
+        k = stage.dims.index(dim)
+        stage.dims[k:k + 1] = [Dim(o, dim.kind, dim.pure), Dim(i, ForKind.SERIAL, dim.pure)]
+        stage.transforms.append(Split(dim.name, o, i, factor, tail))
+        return self
+
+    def fuse(self, outer, inner, fused):
+        """Fuse adjacent loops `outer` (immediately outside) and `inner` into `fused`.
+
+            for y in range(4):              fuse(y, x, t)
+              for x in range(8):       ->   for t in range(32):
+                f[y, x] = ...                 f[t // 8, t % 8] = ...
+        """
+        args = (outer, inner, fused)
+        o = self._existing("fuse", args, outer)
+        i = self._existing("fuse", args, inner)
+        stage = self._stage()
+        k = stage.dims.index(o)
+        if k + 1 >= len(stage.dims) or stage.dims[k + 1] is not i:
+            raise self._error("fuse", args, f"'{o.name}' must be the loop immediately "
+                                            f"outside '{i.name}' to fuse them")
+        name = self._fresh("fuse", args, fused)
+        stage.dims[k:k + 2] = [Dim(name, ForKind.SERIAL, o.pure and i.pure)]
+        stage.transforms.append(Fuse(o.name, i.name, name))
+        return self
+
+    def reorder(self, *vs):
+        """The named loops take these positions, outermost first; others keep theirs.
+
+            for y:                          reorder(x, y)
+              for x:                   ->   for x:
+                ...                           for y: ...
+        """
+        dims = [self._existing("reorder", vs, v) for v in vs]
+        names = [d.name for d in dims]
+        if len(set(names)) != len(names):
+            dup = next(nm for nm in names if names.count(nm) > 1)
+            raise self._error("reorder", vs, f"loop '{dup}' is listed twice")
+        stage = self._stage()
+        slots = sorted(stage.dims.index(d) for d in dims)
+        rvars_before = [d.name for d in stage.dims if not d.pure]
+        new = list(stage.dims)
+        for slot, d in zip(slots, dims):
+            new[slot] = d
+        rvars_after = [d.name for d in new if not d.pure]
+        if rvars_after != rvars_before:
+            raise self._error("reorder", vs, "this changes the order of reduction loops "
+                                             f"({', '.join(rvars_before)}), which changes the "
+                                             "order the update visits its domain; keep "
+                                             "reduction loops in their order")
+        stage.dims[:] = new
+        return self
+
+    def tile(self, y, x, yo, xo, yi, xi, ty: int, tx: int, tail: str = "auto"):
+        """Two splits and a reorder: the nest becomes yo, xo, yi, xi.
+
+            for y:                          tile(y, x, yo, xo, yi, xi, 2, 4)
+              for x:                   ->   for yo: for xo: for yi in range(2):
+                ...                                           for xi in range(4): ...
+        """
+        self.split(y, yo, yi, ty, tail)
+        self.split(x, xo, xi, tx, tail)
+        return self.reorder(yo, xo, yi, xi)
+
+    def _set_kind(self, call: str, v, n: int | None, kind: ForKind, suffix: str):
+        if n is not None:
+            inner = self._fresh_suffix(loop_name(v), suffix)
+            self.split(v, v, inner, n)
+            v = inner
+        dim = self._existing(call, (v,) if n is None else (v, n), v)
+        if kind in (ForKind.PARALLEL, ForKind.VECTORIZED) and not dim.pure:
+            raise self._error(call, (v,), f"'{dim.name}' is a reduction loop: running its "
+                                          "iterations at once could race on the value being "
+                                          "reduced; split off a pure loop instead, or use "
+                                          "rfactor")
+        dim.kind = kind
+        return self
+
+    def vectorize(self, v, n: int | None = None):
+        """SIMD over loop `v` (constant extent). With `n`: split `v` by n, vectorize the
+        inner loop; `v` then names the outer loop (as in Halide)."""
+        return self._set_kind("vectorize", v, n, ForKind.VECTORIZED, "vec")
+
+    def unroll(self, v, n: int | None = None):
+        """Fully unroll loop `v` (constant extent). With `n`: split by n, unroll the inner."""
+        return self._set_kind("unroll", v, n, ForKind.UNROLLED, "unroll")
+
+    def parallel(self, v, task_size: int | None = None):
+        """Run the iterations of `v` on the thread pool. With `task_size`: split by it and
+        run the outer loop in parallel, each task doing `task_size` iterations."""
+        if task_size is None:
+            return self._set_kind("parallel", v, None, ForKind.PARALLEL, "")
+        inner = self._fresh_suffix(loop_name(v), "task")
+        self.split(v, v, inner, task_size)
+        return self._set_kind("parallel", v, None, ForKind.PARALLEL, "")
+
+    def serial(self, v):
+        """A plain loop (the default)."""
+        return self._set_kind("serial", v, None, ForKind.SERIAL, "")
