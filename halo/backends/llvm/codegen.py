@@ -1,0 +1,357 @@
+"""Lowered halo statements to an LLVM module, through llvmlite's `ir.IRBuilder`.
+
+Input: a lowered, flattened, scalar `Stmt`: For, LetStmt, Block, IfThenElse, Evaluate,
+Store and Allocate, over expressions Const, Var, Cast, the binary operators, Not, Select,
+math Calls, Load and Let. Anything else (Provide, Realize, Func calls, vectors) is a bug
+in lowering and raises `InternalError`.
+
+Output: an `ir.Module` holding one function
+
+    void name(T0* buffer0, ..., i32 scalar, float param, ...)
+
+with its parameters in `Argument` order: a `noalias` pointer per buffer (every buffer
+argument is distinct memory; the runtime checks it) and a value per scalar (float16 as its
+`i16` bits, see `llvm_types.parameter_type`). Operators get their semantics from
+`arithmetic.py`; this module owns control flow, scopes and memory.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+from llvmlite import ir
+
+from halo.backends.llvm import arithmetic
+from halo.backends.llvm.llvm_types import (
+    BYTE,
+    INDEX,
+    POINTER,
+    memory_type,
+    parameter_type,
+    value_type,
+)
+from halo.errors import InternalError
+from halo.ir import nodes as n
+from halo.ir.printer import expr_to_str
+from halo.ir.types import Type, int64
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One parameter of a generated function: a flat buffer or a scalar, by name."""
+
+    name: str
+    kind: Literal["buffer", "scalar"]
+    type: Type  # element type for buffers, value type for scalars
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("buffer", "scalar"):
+            raise InternalError(f"argument {self.name!r} has kind {self.kind!r}; "
+                                "expected 'buffer' or 'scalar'")
+        value_type(self.type)  # raises for types the backend can't represent
+
+
+def generate_module(name: str, body: n.Stmt, args: Sequence[Argument]) -> ir.Module:
+    """An LLVM module defining `void name(args...)` that runs `body`."""
+    names = [a.name for a in args]
+    duplicates = sorted({x for x in names if names.count(x) > 1})
+    if duplicates:
+        raise InternalError(f"function {name!r} has duplicate arguments {duplicates}")
+    module = ir.Module(name=name)
+    signature = ir.FunctionType(
+        ir.VoidType(), [POINTER if a.kind == "buffer" else parameter_type(a.type) for a in args])
+    function = ir.Function(module, signature, name)
+    _FunctionEmitter(function, args).emit(body)
+    return module
+
+
+class _Binding(NamedTuple):
+    """What a name means while its scope lasts: a scalar value, or a buffer's address."""
+    type: Type  # value type for scalars, element type for buffers
+    value: ir.Value
+
+
+@contextmanager
+def _bound(scope: dict[str, _Binding], name: str, binding: _Binding) -> Iterator[None]:
+    """Bind `name` in `scope` for the duration of a `with` block, then restore what it
+    shadowed."""
+    shadowed = scope.get(name)
+    scope[name] = binding
+    try:
+        yield
+    finally:
+        if shadowed is None:
+            del scope[name]
+        else:
+            scope[name] = shadowed
+
+
+# IR operator -> the function of arithmetic.py that implements its semantics
+_BINARY_OPERATORS = {
+    n.Add: arithmetic.add,
+    n.Sub: arithmetic.sub,
+    n.Mul: arithmetic.mul,
+    n.Div: arithmetic.div,
+    n.Mod: arithmetic.mod,
+    n.Min: arithmetic.minimum,
+    n.Max: arithmetic.maximum,
+    n.And: arithmetic.and_,
+    n.Or: arithmetic.or_,
+    n.Xor: arithmetic.xor,
+    n.EQ: arithmetic.equal,
+    n.NE: arithmetic.not_equal,
+    n.LT: arithmetic.less_than,
+    n.LE: arithmetic.less_equal,
+}
+
+
+class _FunctionEmitter:
+    """Emits the body of one function. Statements and expressions dispatch by node class
+    name to `_stmt_<Class>` and `_expr_<Class>`."""
+
+    def __init__(self, function: ir.Function, args: Sequence[Argument]):
+        self._function = function
+        # The entry block holds the stack allocations and the decoding of parameters, so
+        # each `alloca` runs once; it branches to the code of the body once that is done.
+        self._entry = ir.IRBuilder(function.append_basic_block("entry"))
+        self._body_start = function.append_basic_block("body")
+        self._builder = ir.IRBuilder(self._body_start)
+        self._scalars: dict[str, _Binding] = {}
+        self._buffers: dict[str, _Binding] = {}
+        for arg, parameter in zip(args, function.args, strict=True):
+            parameter.name = arg.name
+            if arg.kind == "buffer":
+                parameter.add_attribute("noalias")
+                self._buffers[arg.name] = _Binding(arg.type, parameter)
+            else:
+                value = parameter
+                if parameter.type != value_type(arg.type):
+                    value = self._entry.bitcast(parameter, value_type(arg.type))
+                self._scalars[arg.name] = _Binding(arg.type, value)
+        # Every loop kind runs serially until its own emitter joins this table: nodes.py
+        # promises that the kind never changes the result, only the speed.
+        self._loop_emitters = {kind: self._serial_loop for kind in n.ForKind}
+
+    def emit(self, body: n.Stmt) -> None:
+        self._stmt(body)
+        self._builder.ret_void()
+        self._entry.branch(self._body_start)
+
+    # ------------------------------------------------------------------------- statements
+
+    def _stmt(self, s: n.Stmt) -> None:
+        method = getattr(self, f"_stmt_{type(s).__name__}", None)
+        if method is None:
+            raise InternalError(f"the LLVM backend can't compile a {type(s).__name__} "
+                                "statement: its input must be lowered and flattened")
+        method(s)
+
+    def _stmt_Block(self, s: n.Block) -> None:
+        for stmt in s.stmts:
+            self._stmt(stmt)
+
+    def _stmt_ProducerConsumer(self, s: n.ProducerConsumer) -> None:
+        """A marker for readers of the IR: the produce part runs, then the consume part."""
+        self._stmt(s.produce)
+        self._stmt(s.consume)
+
+    def _stmt_Evaluate(self, s: n.Evaluate) -> None:
+        self._expr(s.value)
+
+    def _stmt_LetStmt(self, s: n.LetStmt) -> None:
+        value = self._expr(s.value)
+        with _bound(self._scalars, s.name, _Binding(s.value.type, value)):
+            self._stmt(s.body)
+
+    def _stmt_IfThenElse(self, s: n.IfThenElse) -> None:
+        condition = self._condition(s.condition)
+        if s.else_case is None:
+            with self._builder.if_then(condition):
+                self._stmt(s.then_case)
+            return
+        with self._builder.if_else(condition) as (then, otherwise):
+            with then:
+                self._stmt(s.then_case)
+            with otherwise:
+                self._stmt(s.else_case)
+
+    def _stmt_For(self, s: n.For) -> None:
+        self._loop_emitters[s.kind](s)
+
+    def _serial_loop(self, loop: n.For) -> None:
+        """for (name = min, end = min + extent; name < end; name++) body"""
+        t = loop.min.type
+        if not t.is_integer or loop.extent.type != t:
+            raise InternalError(f"loop {loop.name!r} has bounds of types {t} and "
+                                f"{loop.extent.type}; expected one integer type")
+        b = self._builder
+        start = self._expr(loop.min)
+        end = b.add(start, self._expr(loop.extent))
+        preheader = b.block
+        header = self._function.append_basic_block(f"{loop.name}.loop")
+        body = self._function.append_basic_block(f"{loop.name}.body")
+        exit_block = self._function.append_basic_block(f"{loop.name}.end")
+        b.branch(header)
+
+        b.position_at_end(header)
+        counter = b.phi(start.type, name=loop.name)
+        counter.add_incoming(start, preheader)
+        b.cbranch(arithmetic.less_than(b, t, counter, end), body, exit_block)
+
+        b.position_at_end(body)
+        with _bound(self._scalars, loop.name, _Binding(t, counter)):
+            self._stmt(loop.body)
+        # counter < end, so counter + 1 can't overflow: saying so lets LLVM widen the
+        # counter to 64 bits and vectorize without runtime checks.
+        no_wrap = "nsw" if t.is_int else "nuw"
+        step = b.add(counter, ir.Constant(counter.type, 1), flags=(no_wrap,))
+        counter.add_incoming(step, b.block)
+        b.branch(header)
+
+        b.position_at_end(exit_block)
+
+    def _stmt_Store(self, s: n.Store) -> None:
+        buffer = self._buffer(s.name)
+        if s.value.type != buffer.type:
+            raise InternalError(f"Store of a value of type {s.value.type} into {buffer.type} "
+                                f"buffer {s.name!r}")
+        value = self._expr(s.value)
+        if buffer.type.is_bool:
+            value = self._builder.zext(value, BYTE)
+        self._builder.store(value, self._element_address(buffer, s.index))
+
+    def _stmt_Allocate(self, s: n.Allocate) -> None:
+        if s.scope == "heap":
+            self._heap_allocation(s)
+        elif s.scope == "stack":
+            self._stack_allocation(s)
+        else:
+            raise InternalError(f"allocation {s.name!r} has scope {s.scope!r}; the LLVM "
+                                "backend knows 'heap' and 'stack'")
+
+    def _heap_allocation(self, s: n.Allocate) -> None:
+        """malloc(size * element bytes) before the body, free after it."""
+        b = self._builder
+        elements = self._index(s.size)
+        size = b.mul(elements, ir.Constant(INDEX, s.type.bytes))
+        pointer = b.call(self._c_function("malloc", POINTER, [INDEX]), [size], name=s.name)
+        with _bound(self._buffers, s.name, _Binding(s.type, pointer)):
+            self._stmt(s.body)
+        b.call(self._c_function("free", ir.VoidType(), [POINTER]), [pointer])
+
+    def _stack_allocation(self, s: n.Allocate) -> None:
+        """An `alloca` of a constant size in the entry block, so that a loop around the
+        allocation reuses one stack slot instead of growing the stack each iteration."""
+        size = s.size
+        if not (isinstance(size, n.Const) and size.type.is_integer and size.value >= 0):
+            raise InternalError(f"stack allocation {s.name!r} has size {expr_to_str(size)}; "
+                                "it must be a non-negative integer constant")
+        pointer = self._entry.alloca(memory_type(s.type), size=ir.Constant(INDEX, size.value),
+                                     name=s.name)
+        with _bound(self._buffers, s.name, _Binding(s.type, pointer)):
+            self._stmt(s.body)
+
+    def _c_function(self, name: str, result: ir.Type, params: list[ir.Type]) -> ir.Function:
+        module = self._function.module
+        existing = module.globals.get(name)
+        if existing is not None:
+            return existing
+        return ir.Function(module, ir.FunctionType(result, params), name)
+
+    # ------------------------------------------------------------------------ expressions
+
+    def _expr(self, e: n.Expr) -> ir.Value:
+        if isinstance(e, n.BinaryOp):
+            return self._binary(e)
+        method = getattr(self, f"_expr_{type(e).__name__}", None)
+        if method is None:
+            raise InternalError(f"the LLVM backend can't compile a {type(e).__name__} "
+                                f"expression: {expr_to_str(e)}")
+        return method(e)
+
+    def _binary(self, e: n.BinaryOp) -> ir.Value:
+        operator = _BINARY_OPERATORS.get(type(e))
+        if operator is None:
+            raise InternalError(f"unknown binary operator {type(e).__name__}")
+        if e.a.type != e.b.type:
+            raise InternalError(f"operands of {expr_to_str(e)} have different types "
+                                f"{e.a.type} and {e.b.type}")
+        return operator(self._builder, e.a.type, self._expr(e.a), self._expr(e.b))
+
+    def _expr_Const(self, e: n.Const) -> ir.Value:
+        value = float(e.value) if e.type.is_float else int(e.value)
+        return ir.Constant(value_type(e.type), value)
+
+    def _expr_Var(self, e: n.Var) -> ir.Value:
+        binding = self._scalars.get(e.name)
+        if binding is None:
+            raise InternalError(
+                f"variable {e.name!r} is free in function {self._function.name!r}: it is not "
+                "a scalar argument, a loop variable, or bound by an enclosing LetStmt or Let")
+        if binding.type != e.type:
+            raise InternalError(f"variable {e.name!r} is used as {e.type} but bound to a "
+                                f"{binding.type} value")
+        return binding.value
+
+    def _expr_Cast(self, e: n.Cast) -> ir.Value:
+        return arithmetic.cast(self._builder, e.value.type, e.type, self._expr(e.value))
+
+    def _expr_Not(self, e: n.Not) -> ir.Value:
+        return arithmetic.not_(self._builder, e.a.type, self._expr(e.a))
+
+    def _expr_Select(self, e: n.Select) -> ir.Value:
+        if e.true_value.type != e.false_value.type:
+            raise InternalError(f"branches of {expr_to_str(e)} have different types "
+                                f"{e.true_value.type} and {e.false_value.type}")
+        condition = self._condition(e.condition)
+        return self._builder.select(condition, self._expr(e.true_value),
+                                    self._expr(e.false_value))
+
+    def _expr_Call(self, e: n.Call) -> ir.Value:
+        if e.kind is not n.CallKind.MATH:
+            raise InternalError(f"{e.kind.value} call {expr_to_str(e)} survived lowering")
+        if any(a.type != e.type for a in e.args):
+            raise InternalError(f"arguments of {expr_to_str(e)} are not all {e.type}")
+        args = [self._expr(a) for a in e.args]
+        return arithmetic.math_call(self._builder, e.name, e.type, args)
+
+    def _expr_Load(self, e: n.Load) -> ir.Value:
+        buffer = self._buffer(e.name)
+        if e.type != buffer.type:
+            raise InternalError(f"Load of type {e.type} from {buffer.type} buffer {e.name!r}")
+        address = self._element_address(buffer, e.index)
+        value = self._builder.load(address, typ=memory_type(buffer.type))
+        return self._builder.trunc(value, value_type(e.type)) if e.type.is_bool else value
+
+    def _expr_Let(self, e: n.Let) -> ir.Value:
+        value = self._expr(e.value)
+        with _bound(self._scalars, e.name, _Binding(e.value.type, value)):
+            return self._expr(e.body)
+
+    # ---------------------------------------------------------------------------- helpers
+
+    def _condition(self, e: n.Expr) -> ir.Value:
+        if e.type.is_bool and e.type.lanes == 1:
+            return self._expr(e)
+        raise InternalError(f"condition {expr_to_str(e)} has type {e.type}, not bool")
+
+    def _index(self, e: n.Expr) -> ir.Value:
+        """An integer expression extended, by its signedness, to a 64-bit address offset."""
+        if not e.type.is_integer:
+            raise InternalError(f"index or size {expr_to_str(e)} has type {e.type}; "
+                                "expected an integer")
+        return arithmetic.cast(self._builder, e.type, int64, self._expr(e))
+
+    def _buffer(self, name: str) -> _Binding:
+        buffer = self._buffers.get(name)
+        if buffer is None:
+            raise InternalError(f"buffer {name!r} is neither an argument of function "
+                                f"{self._function.name!r} nor allocated around its use")
+        return buffer
+
+    def _element_address(self, buffer: _Binding, index: n.Expr) -> ir.Value:
+        # inbounds: halo only addresses elements inside its buffers
+        return self._builder.gep(buffer.value, [self._index(index)], inbounds=True,
+                                 source_etype=memory_type(buffer.type))
