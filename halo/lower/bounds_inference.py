@@ -1,0 +1,214 @@
+"""Bounds inference: define every loop bound and allocation size from what is used.
+
+Input: the Stmt from `schedule_functions` (loop bounds of pure dimensions refer to the
+undefined names `f.s{k}.{v}.min` / `.max`; Realize nodes have no bounds). Output: the same
+Stmt with
+  * at the top, for each output `o` (whose region is the output buffer, `o.min.{i}` /
+    `o.extent.{i}`), lets for its stages' bounds;
+  * around each `ProducerConsumer(f)`, lets for the bounds of f's stages: updates cover
+    the region that the consume part reads (as intervals over the loops inside the
+    compute level); the pure stage also covers everything the updates write or read;
+    `f.bound(...)` overrides a dimension;
+  * around each `Realize(f)`, lets `f.min.{i}` / `f.extent.{i}` for the box that f's
+    stages write and its consumers read inside the store level, used as its bounds.
+It also records in `ctx.checks` the region of every input read and every output written,
+to be checked against the arrays before the code runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from halo.analysis.boxes import boxes_touched
+from halo.analysis.interval import Interval
+from halo.analysis.simplify import simplify
+from halo.errors import BoundsError, InternalError
+from halo.ir import nodes as n
+from halo.ir.nodes import const
+from halo.ir.printer import expr_to_str
+from halo.ir.visitor import IRMutator
+from halo.lang.expr import as_expr
+from halo.lower.context import LowerContext
+
+
+@dataclass(frozen=True)
+class RegionCheck:
+    """Before running: the range [lo, hi] that dimension `dim` of `name` is accessed in
+    must lie inside [min, min + extent). `what` is "input", "output" or "bound"."""
+    name: str
+    dim: int
+    lo: n.Expr
+    hi: n.Expr
+    min: n.Expr
+    extent: n.Expr
+    what: str
+
+
+def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    for name in reversed(ctx.realized()):
+        stmt = _At(n.ProducerConsumer, name, lambda pc, nm=name: _compute_lets(pc, nm, ctx)
+                   ).mutate(stmt)
+        stmt = _At(n.Realize, name, lambda r, nm=name: _storage_lets(r, nm)).mutate(stmt)
+    lets: list[tuple[str, n.Expr]] = []
+    for name in ctx.outputs:
+        f = ctx.env.funcs[name]
+        region = _apply_bounds(f, _output_region(f))
+        lets += _stage_lets(name, region, region, ctx)
+    stmt = _wrap(lets, stmt)
+    _record_checks(stmt, ctx)
+    return stmt
+
+
+class _At(IRMutator):
+    """Rewrite the node of class `cls` that belongs to Func `name`."""
+
+    def __init__(self, cls: type, name: str, fn):
+        self.cls, self.name, self.fn = cls, name, fn
+
+    def mutate(self, node):
+        if isinstance(node, self.cls) and node.name == self.name:
+            return self.fn(node)
+        return super().mutate(node)
+
+
+def _wrap(lets: list[tuple[str, n.Expr]], body: n.Stmt) -> n.Stmt:
+    for name, value in reversed(lets):
+        body = n.LetStmt(name, value, body)
+    return body
+
+
+def _stage_lets(name: str, pure_region, required, ctx: LowerContext):
+    """Lets for the pure dimensions of every stage: updates over `required`, the pure
+    stage over `pure_region`. Update lets come first (the pure region may refer to them)."""
+    f = ctx.env.funcs[name]
+    dim_of = {v.name: i for i, v in enumerate(f.args)}
+    lets: list[tuple[str, n.Expr]] = []
+    for k, d in reversed(list(enumerate(f.definitions))):
+        region = pure_region if k == 0 else required
+        for v in d.pure_var_names():
+            i = dim_of[v]
+            prefix = ctx.stage_prefix(name, k) + v
+            lets += [(prefix + ".min", region[i].min), (prefix + ".max", region[i].max)]
+    return lets
+
+
+def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext) -> n.Stmt:
+    f = ctx.env.funcs[name]
+    required = boxes_touched(pc.consume, name, calls=True)
+    if required is None:
+        raise InternalError(f"{name} is realized but never read")
+    for i, iv in enumerate(required):
+        if not iv.is_bounded:
+            raise BoundsError(
+                f"can't bound the region of {name} read by {', '.join(ctx.env.consumers(name))}"
+                f" in dimension {i}: an index there is data-dependent or unbounded. Clamp it "
+                f"(halo.clamp(index, 0, n - 1)) or read {name} through a boundary condition")
+    required = _apply_bounds(f, list(required))
+    pure_region = required
+    updates = pc.produce.stmts[1:] if isinstance(pc.produce, n.Block) else ()
+    if updates:
+        touched = boxes_touched(n.Block(tuple(updates)), name, calls=True, provides=True)
+        pure_region = []
+        for i, (req, iv) in enumerate(zip(required, touched)):
+            if not iv.is_bounded:
+                raise BoundsError(
+                    f"{name}'s update definitions write or read {name} at an index halo can't "
+                    f"bound in dimension {i}; clamp the index into the range {name} should "
+                    "cover (e.g. halo.clamp(idx, 0, bins - 1))")
+            pure_region.append(Interval.union(req, iv))
+    lets = _stage_lets(name, pure_region, required, ctx)
+    lets = [(nm, simplify(v)) for nm, v in lets]
+    return _wrap(lets, pc)
+
+
+def _output_region(f) -> list[Interval]:
+    """The region of an output: its buffer, `o.min.{i}` .. `o.min.{i} + o.extent.{i} - 1`."""
+    return [Interval(n.Var(f"{f.name}.min.{i}"),
+                     n.Add(n.Var(f"{f.name}.min.{i}"),
+                           n.Sub(n.Var(f"{f.name}.extent.{i}"), const(1))))
+            for i in range(f.dimensions)]
+
+
+def _bound_interval(f, v: str) -> tuple[int, Interval]:
+    """The dimension and interval that `f.bound(v, min, extent)` asserts."""
+    lo, extent = f.schedule.bounds[v]
+    lo_e = as_expr(lo).node
+    return ([a.name for a in f.args].index(v),
+            Interval(lo_e, n.Sub(n.Add(lo_e, as_expr(extent).node), const(1))))
+
+
+def _apply_bounds(f, region: list[Interval]) -> list[Interval]:
+    """`region` with the dimensions that `bound()` fixes replaced by the bound."""
+    for v in f.schedule.bounds:
+        i, iv = _bound_interval(f, v)
+        region[i] = iv
+    return region
+
+
+def _storage_lets(realize: n.Realize, name: str) -> n.Stmt:
+    box = boxes_touched(realize.body, name, calls=True, provides=True)
+    lets: list[tuple[str, n.Expr]] = []
+    bounds = []
+    for i, iv in enumerate(box):
+        if not iv.is_bounded:
+            raise InternalError(f"allocation of {name} is unbounded in dimension {i}")
+        lo, hi = simplify(iv.min), simplify(iv.max)
+        lets += [(f"{name}.min.{i}", lo),
+                 (f"{name}.extent.{i}", simplify(n.Add(n.Sub(hi, lo), const(1))))]
+        bounds.append((n.Var(f"{name}.min.{i}"), n.Var(f"{name}.extent.{i}")))
+    body = n.Realize(name, realize.type, tuple(bounds), realize.body, realize.scope)
+    return _wrap(lets, body)
+
+
+def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
+    for name, inp in ctx.env.inputs.items():
+        box = boxes_touched(stmt, name, calls=True)
+        if box is None:
+            continue
+        for i, iv in enumerate(box):
+            if not iv.is_bounded:
+                raise BoundsError(
+                    f"can't bound where input {name} is read in dimension {i}: the index is "
+                    "data-dependent or unbounded. Clamp it (halo.clamp(index, 0, "
+                    f"{name}.shape[{i}] - 1)) or read {name} through a boundary condition")
+            ctx.checks.append(RegionCheck(name, i, simplify(iv.min), simplify(iv.max),
+                                          const(0), n.Var(f"{name}.extent.{i}"), "input"))
+    for name, f in ctx.env.funcs.items():
+        if ctx.compute_levels[name].kind == "inline":
+            continue
+        # bound() must cover what is read (and, for an output, the region realized).
+        used = _output_region(f) if name in ctx.outputs else \
+            boxes_touched(stmt, name, calls=True)
+        for v in f.schedule.bounds:
+            i, iv = _bound_interval(f, v)
+            if used is not None and used[i].is_bounded:
+                ctx.checks.append(RegionCheck(
+                    name, i, simplify(used[i].min), simplify(used[i].max), simplify(iv.min),
+                    simplify(n.Add(n.Sub(iv.max, iv.min), const(1))), "bound"))
+    for name in ctx.outputs:
+        box = boxes_touched(stmt, name, provides=True, calls=False)
+        for i, iv in enumerate(box):
+            if not iv.is_bounded:
+                raise BoundsError(
+                    f"can't bound where output {name} is written in dimension {i} (an update "
+                    "writes at a data-dependent or unbounded index); clamp the index into "
+                    f"the output's range, e.g. halo.clamp(idx, 0, {name}_size - 1)")
+            ctx.checks.append(RegionCheck(name, i, simplify(iv.min), simplify(iv.max),
+                                          n.Var(f"{name}.min.{i}"),
+                                          n.Var(f"{name}.extent.{i}"), "output"))
+
+
+def describe(check: RegionCheck, lo: int, hi: int, lo_ok: int, extent: int) -> BoundsError:
+    """The error a failed check raises, with the evaluated numbers."""
+    from halo.errors import input_bounds_error
+    if check.what == "input":
+        return input_bounds_error(check.name, check.dim, lo, hi, extent)
+    if check.what == "bound":
+        return BoundsError(
+            f"{check.name}.bound(...) fixes dimension {check.dim} to [{lo_ok}, "
+            f"{lo_ok + extent - 1}], but [{lo}, {hi}] of it is used; widen the bound or "
+            "realize a smaller output")
+    return BoundsError(
+        f"output {check.name} is written at [{lo}, {hi}] in dimension {check.dim}, outside "
+        f"the region being realized [{lo_ok}, {lo_ok + extent - 1}]: a split with "
+        "tail='round_up' on an output, or an update writing outside the output (clamp its "
+        f"index). Written at: {expr_to_str(check.lo)} .. {expr_to_str(check.hi)}")

@@ -1,0 +1,42 @@
+"""State shared by the lowering passes of one pipeline."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from halo.ir import nodes as n
+from halo.lang.environment import Environment
+from halo.schedule.records import LoopLevel
+
+
+@dataclass(frozen=True)
+class Check:
+    """A condition over the pipeline's arguments (output region, input extents, Params)
+    that must hold before the code runs; `error` builds the exception if it doesn't."""
+    condition: n.Expr
+    describe: object  # callable(values: dict[str, int]) -> HaloError
+
+
+@dataclass
+class LowerContext:
+    env: Environment
+    target: str = "host"
+    # Where each Func that is not inlined is computed and stored (outputs: root).
+    compute_levels: dict[str, LoopLevel] = field(default_factory=dict)
+    store_levels: dict[str, LoopLevel] = field(default_factory=dict)
+    # For each (func, stage): loop name in the schedule -> name of the IR loop variable.
+    loop_names: dict[tuple[str, int], dict[str, str]] = field(default_factory=dict)
+    # IR loop variable -> the user's view of that loop, for error messages.
+    loop_labels: dict[str, str] = field(default_factory=dict)
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def outputs(self) -> list[str]:
+        return [f.name for f in self.env.outputs]
+
+    def realized(self) -> list[str]:
+        """Funcs with storage of their own, in realization order (not inlined, not outputs)."""
+        return [nm for nm, lvl in self.compute_levels.items()
+                if lvl.kind != "inline" and nm not in self.outputs]
+
+    def stage_prefix(self, func: str, stage: int) -> str:
+        return f"{func}.s{stage}."

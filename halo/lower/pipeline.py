@@ -1,0 +1,67 @@
+"""The lowering pipeline: the one place that lists the passes, in order.
+
+`HALO_DEBUG=2` prints the IR after every pass; `HALO_DUMP_IR=dir` writes `NN_pass.txt`.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from halo.analysis.simplify import simplify
+from halo.ir import nodes as n
+from halo.ir.printer import stmt_to_str
+from halo.lang.environment import Environment
+from halo.lower.bounds_inference import RegionCheck, bounds_inference
+from halo.lower.context import LowerContext
+from halo.lower.realization import decide_realizations
+from halo.lower.schedule_functions import schedule_functions
+from halo.lower.storage_flattening import storage_flattening
+from halo.lower.unroll_loops import unroll_loops
+
+
+def _simplify(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    return simplify(stmt)
+
+
+PASSES = [
+    # Loops from schedule records; needs ctx.compute_levels (decide_realizations).
+    ("schedule_functions", schedule_functions),
+    # Defines the loop-bound names schedule_functions left open; must see Realize and
+    # ProducerConsumer nodes, so it runs before flattening.
+    ("bounds_inference", bounds_inference),
+    ("simplify", _simplify),
+    # Needs bounds-inference lets for the allocation sizes.
+    ("storage_flattening", storage_flattening),
+    # After simplification so extents are constants; before the final simplify so the
+    # copies fold.
+    ("unroll_loops", unroll_loops),
+    ("simplify", _simplify),
+]
+
+
+@dataclass
+class Lowered:
+    """A lowered pipeline: the flat loop nest and what running it needs."""
+    stmt: n.Stmt
+    env: Environment
+    checks: list[RegionCheck]
+
+    def __str__(self) -> str:
+        return stmt_to_str(self.stmt)
+
+
+def lower(env: Environment, target: str = "host") -> Lowered:
+    ctx = LowerContext(env, target)
+    decide_realizations(ctx)
+    debug = int(os.environ.get("HALO_DEBUG", "0") or 0)
+    dump = os.environ.get("HALO_DUMP_IR")
+    stmt: n.Stmt | None = None
+    for i, (name, run) in enumerate(PASSES):
+        stmt = run(stmt, ctx)
+        if debug >= 2:
+            print(f"--- after {name} ---\n{stmt_to_str(stmt)}")
+        if dump:
+            Path(dump).mkdir(parents=True, exist_ok=True)
+            Path(dump, f"{i:02d}_{name}.txt").write_text(stmt_to_str(stmt))
+    return Lowered(stmt, env, ctx.checks)

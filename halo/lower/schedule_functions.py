@@ -1,0 +1,257 @@
+"""Turn schedule records into loop nests and place each Func at its compute and store
+levels.
+
+Input: the pipeline's Funcs and their schedules (`ctx.compute_levels` decided). Output: a
+Stmt in which every output has its loop nests at root, every other non-inlined Func `f`
+has `ProducerConsumer(f, produce, consume)` at the top of the body of its compute loop (or
+at root) and `Realize(f)` around its store loop's body, and calls of inlined Funcs are
+substituted. Loop variables are named `f.s{stage}.{var}` for a stage's own dimensions and
+`{split var}.{new name}` for loops made by splits (Halide's convention), so every name is
+unique. Loop bounds of pure dimensions refer to `f.s{k}.{v}.min` / `.max`, which
+`bounds_inference` defines.
+"""
+from __future__ import annotations
+
+from halo.errors import ScheduleError
+from halo.ir import nodes as n
+from halo.ir.nodes import block, const
+from halo.ir.substitute import substitute
+from halo.ir.visitor import IRMutator, walk
+from halo.lang.func import Definition
+from halo.lower.context import LowerContext
+from halo.lower.inline import inline_calls
+from halo.schedule.records import Fuse, LoopLevel, Split, StageSchedule
+
+
+def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
+    stmt = block(*(_produce(name, ctx) for name in ctx.outputs))
+    for name in reversed(ctx.realized()):
+        stmt = _inject(stmt, name, ctx)
+    return stmt
+
+
+# ------------------------------------------------------------------ one Func's loops
+
+
+def _produce(name: str, ctx: LowerContext) -> n.Stmt:
+    f = ctx.env.funcs[name]
+    stages = [_stage_loops(name, k, d, f.schedule.stages[k], ctx)
+              for k, d in enumerate(f.definitions)]
+    return inline_calls(block(*stages), ctx)
+
+
+def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule,
+                 ctx: LowerContext) -> n.Stmt:
+    """The loop nest of stage k of `func`: loops from `sched.dims`, the original
+    variables recovered by lets from the split/fused loops, tail guards, and the Provide."""
+    prefix = ctx.stage_prefix(func, k)
+    rvars = {r.name: r for r in (definition.rdom.rvars if definition.rdom else ())}
+    ir_name: dict[str, str] = {}
+    bounds: dict[str, tuple[n.Expr, n.Expr]] = {}  # IR name -> (min, extent)
+    for d in _initial_dims(definition, sched):
+        var = prefix + d
+        ir_name[d] = var
+        if d in rvars:
+            r = rvars[d]
+            bounds[var] = (r.min.node, r.extent.node)
+        else:
+            lo, hi = n.Var(var + ".min"), n.Var(var + ".max")
+            bounds[var] = (lo, n.Add(n.Sub(hi, lo), const(1)))
+
+    lets: list[tuple[str, n.Expr]] = []
+    guards: list[n.Expr] = []
+    for t in sched.transforms:
+        if isinstance(t, Split):
+            _apply_split(t, ir_name, bounds, lets, guards, ctx.env.funcs[func].name, k)
+        else:
+            _apply_fuse(t, prefix, ir_name, bounds, lets)
+
+    replace = {v: n.Var(prefix + v) for v in [*definition.pure_var_names(), *rvars]}
+    args = tuple(substitute(a, replace) for a in definition.args)
+    value = substitute(definition.value, replace)
+    body: n.Stmt = n.Provide(func, value, args)
+    rdom = definition.rdom
+    if rdom is not None and rdom.predicate is not None:
+        guards.append(substitute(rdom.predicate.node, replace))
+    for cond in reversed(guards):
+        body = n.IfThenElse(cond, body)
+    # A later transformation defines the variables an earlier one's let reads, so the
+    # earliest let is innermost.
+    for name, value in lets:
+        body = n.LetStmt(name, value, body)
+    for d in reversed(sched.dims):
+        var = ir_name[d.name]
+        lo, extent = bounds[var]
+        body = n.For(var, lo, extent, d.kind, body)
+        ctx.loop_labels[var] = f"{func}{'' if k == 0 else f'.update({k - 1})'} loop {d.name}"
+    ctx.loop_names[(func, k)] = ir_name
+    return body
+
+
+def _initial_dims(definition: Definition, sched: StageSchedule) -> list[str]:
+    """The stage's dimensions before any transformation, outermost first."""
+    rvars = [r.name for r in definition.rdom.rvars] if definition.rdom else []
+    return [*definition.pure_var_names(), *rvars]
+
+
+def _apply_split(t: Split, ir_name, bounds, lets, guards, func: str, k: int) -> None:
+    old = ir_name.pop(t.old)
+    outer, inner = f"{old}.{t.outer}", f"{old}.{t.inner}"
+    ir_name[t.outer], ir_name[t.inner] = outer, inner
+    lo, extent = bounds.pop(old)
+    factor = const(t.factor)
+    bounds[outer] = (const(0), n.Div(n.Add(extent, const(t.factor - 1)), factor))
+    bounds[inner] = (const(0), factor)
+    o, i = n.Var(outer), n.Var(inner)
+    divides = isinstance(extent, n.Const) and extent.value % t.factor == 0
+    tail = t.tail if t.tail != "auto" else ("shift_inwards" if k == 0 else "guard")
+    if tail == "shift_inwards":
+        base = n.Min(n.Mul(o, factor), n.Sub(extent, factor))
+        lets.append((old, n.Add(n.Add(lo, base), i)))
+        if not divides and not (isinstance(extent, n.Const) and extent.value >= t.factor):
+            guards.append(n.LE(lo, n.Var(old)))
+    else:
+        lets.append((old, n.Add(n.Add(lo, n.Mul(o, factor)), i)))
+        if tail == "guard" and not divides:
+            guards.append(n.LT(n.Var(old), n.Add(lo, extent)))
+
+
+def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
+    outer, inner = ir_name.pop(t.outer), ir_name.pop(t.inner)
+    fused = prefix + t.fused
+    ir_name[t.fused] = fused
+    (lo_o, ext_o), (lo_i, ext_i) = bounds.pop(outer), bounds.pop(inner)
+    bounds[fused] = (const(0), n.Mul(ext_o, ext_i))
+    # The clamps change no value (both results are in range by construction), but they
+    # let bounds inference see the ranges, which a symbolic division hides.
+    f = n.Var(fused)
+    lets.append((inner, _clamp(n.Add(lo_i, n.Mod(f, ext_i)), lo_i, ext_i)))
+    lets.append((outer, _clamp(n.Add(lo_o, n.Div(f, ext_i)), lo_o, ext_o)))
+
+
+def _clamp(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:
+    return n.Min(n.Max(value, lo), n.Sub(n.Add(lo, extent), const(1)))
+
+
+# --------------------------------------------------------------------- injection
+
+
+def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
+    """Place `name`'s produce at its compute level and its Realize at its store level."""
+    compute = _loop_var(name, ctx.compute_levels[name], "compute_at", ctx)
+    store = _loop_var(name, ctx.store_levels[name], "store_at", ctx)
+    sites = _legal_sites(stmt, name)
+    if compute is not None and compute not in sites:
+        raise _placement_error(name, "compute_at", ctx.compute_levels[name], sites, ctx)
+    if store is not None and store not in sites:
+        raise _placement_error(name, "store_at", ctx.store_levels[name], sites, ctx)
+    if store is not None and compute is not None and \
+            sites.index(store) > sites.index(compute):
+        raise ScheduleError(
+            f"{name}.store_at({ctx.loop_labels[store]}) is inside {name}.compute_at("
+            f"{ctx.loop_labels[compute]}): storage must be at or outside the compute level")
+    if store is not None and compute is None:
+        raise ScheduleError(f"{name}.store_at({ctx.loop_labels[store]}) with "
+                            f"{name} computed at root: store_at must enclose the compute "
+                            "level; use compute_at inside that loop too")
+
+    f = ctx.env.funcs[name]
+    produce = _produce(name, ctx)
+    realize_args = (name, f.type, (), )
+
+    def place(body: n.Stmt, at_compute: bool, at_store: bool) -> n.Stmt:
+        if at_compute:
+            body = n.ProducerConsumer(name, produce, body)
+        if at_store:
+            body = n.Realize(*realize_args, body, f.schedule.memory_scope)
+        return body
+
+    if compute is None:  # both at root
+        return place(stmt, True, True)
+
+    class _Place(IRMutator):
+        def visit_For(self, loop: n.For) -> n.Stmt:
+            body = self.mutate(loop.body)
+            body = place(body, loop.name == compute, loop.name == store)
+            return loop if body is loop.body else \
+                n.For(loop.name, loop.min, loop.extent, loop.kind, body)
+
+    out = _Place().mutate(stmt)
+    return out if store is not None else place(out, False, True)
+
+
+def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str | None:
+    """The IR loop variable of a placement, or None for root."""
+    if level.kind != "at":
+        return None
+    consumer = level.func
+    stage = level.stage
+    if consumer not in ctx.env.funcs:
+        raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} is not part "
+                            f"of this pipeline; {name} is used by "
+                            f"{', '.join(ctx.env.consumers(name)) or 'nothing'}")
+    if ctx.compute_levels[consumer].kind == "inline":
+        raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} is computed "
+                            f"inline, so it has no loop {level.var}; schedule {consumer} with "
+                            "compute_root() or compute_at(...) first")
+    names = ctx.loop_names.get((consumer, stage))
+    if names is None:
+        raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} has no "
+                            f"stage {stage}")
+    if level.var not in names:
+        raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} has no loop "
+                            f"named '{level.var}'; its loops are, outermost first: "
+                            f"{', '.join(names)}")
+    return names[level.var]
+
+
+def _legal_sites(stmt: n.Stmt, name: str) -> list[str]:
+    """IR loops enclosing every use of `name`, outermost first."""
+    common: list[str] | None = None
+
+    def visit(s, loops: list[str]) -> None:
+        nonlocal common
+        if isinstance(s, n.For):
+            uses_here = any(isinstance(x, n.Call) and x.name == name
+                            for x in (*walk(s.min), *walk(s.extent)))
+            if uses_here:
+                common = _intersect(common, loops)
+            visit(s.body, [*loops, s.name])
+            return
+        if isinstance(s, n.Expr):
+            if any(isinstance(x, n.Call) and x.name == name for x in walk(s)):
+                common = _intersect(common, loops)
+            return
+        for field in getattr(s, "__dataclass_fields__", {}):
+            child = getattr(s, field)
+            if isinstance(child, (n.Stmt, n.Expr)):
+                visit(child, loops)
+            elif isinstance(child, tuple):
+                for c in child:
+                    for x in (c if isinstance(c, tuple) else (c,)):
+                        if isinstance(x, (n.Stmt, n.Expr)):
+                            visit(x, loops)
+
+    visit(stmt, [])
+    return common or []
+
+
+def _intersect(common: list[str] | None, loops: list[str]) -> list[str]:
+    if common is None:
+        return list(loops)
+    keep = []
+    for a, b in zip(common, loops):
+        if a != b:
+            break
+        keep.append(a)
+    return keep
+
+
+def _placement_error(name: str, call: str, level: LoopLevel, sites: list[str],
+                     ctx: LowerContext) -> ScheduleError:
+    legal = ["root", *(ctx.loop_labels[s] for s in sites)]
+    users = ctx.env.consumers(name)
+    return ScheduleError(
+        f"{name}.{call}({level.func}, {level.var}): loop {level.var} of {level.func} does "
+        f"not enclose every use of {name} (used by {', '.join(users) or 'nothing'}). "
+        f"Legal levels, outermost first: {'; '.join(legal)}")

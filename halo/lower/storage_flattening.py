@@ -1,0 +1,75 @@
+"""Storage flattening: multi-dimensional Funcs and inputs become flat buffers.
+
+Input: Realize/Provide/Call(FUNC or INPUT) with coordinates, outermost first. Output:
+Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
+  * inputs: min 0, strides `inp.stride.{i}` (arguments; any NumPy layout);
+  * outputs: mins `out.min.{i}`, strides `out.stride.{i}` (arguments);
+  * Funcs with storage of their own: dense row-major (the last dimension is contiguous),
+    mins `f.min.{i}` from bounds inference and strides defined by lets around the
+    Allocate. They go on the stack when their size is a small constant (or `store_in`
+    says "stack"/"local" and the size is constant), else on the heap.
+"""
+from __future__ import annotations
+
+from halo.analysis.simplify import simplify
+from halo.ir import nodes as n
+from halo.ir.nodes import const
+from halo.ir.visitor import IRMutator
+from halo.lower.context import LowerContext
+
+_STACK_BYTES = 16 * 1024  # small constant-size buffers live on the stack, in registers if tiny
+
+
+def storage_flattening(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    return _Flatten(ctx).mutate(stmt)
+
+
+def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None) -> n.Expr:
+    index: n.Expr | None = None
+    for i, a in enumerate(args):
+        offset = n.Sub(a, mins[i]) if mins is not None else a
+        term = n.Mul(offset, n.Var(f"{name}.stride.{i}"))
+        index = term if index is None else n.Add(index, term)
+    return index if index is not None else const(0)
+
+
+class _Flatten(IRMutator):
+    def __init__(self, ctx: LowerContext):
+        self.ctx = ctx
+        self.mins: dict[str, tuple[n.Expr, ...]] = {}  # Func -> mins of its storage
+
+    def _mins(self, name: str) -> tuple[n.Expr, ...] | None:
+        if name in self.mins:
+            return self.mins[name]
+        if name in self.ctx.outputs:
+            dims = self.ctx.env.funcs[name].dimensions
+            return tuple(n.Var(f"{name}.min.{i}") for i in range(dims))
+        return None  # an input: starts at 0
+
+    def visit_Provide(self, p: n.Provide) -> n.Stmt:
+        p = self.mutate_children(p)
+        return n.Store(p.name, _index(p.name, p.args, self._mins(p.name)), p.value)
+
+    def visit_Call(self, c: n.Call) -> n.Expr:
+        c = self.mutate_children(c)
+        if c.kind is n.CallKind.MATH:
+            return c
+        return n.Load(c.type, c.name, _index(c.name, c.args, self._mins(c.name)))
+
+    def visit_Realize(self, r: n.Realize) -> n.Stmt:
+        self.mins[r.name] = tuple(lo for lo, _ in r.bounds)
+        body = self.mutate(r.body)
+        size: n.Expr = const(1)
+        lets: list[tuple[str, n.Expr]] = []
+        for i in reversed(range(len(r.bounds))):
+            lets.append((f"{r.name}.stride.{i}", size))
+            size = n.Mul(size, r.bounds[i][1])
+        size = simplify(size)
+        constant = isinstance(size, n.Const)
+        small = constant and size.value * r.type.bytes <= _STACK_BYTES
+        wants_stack = r.scope in ("stack", "local")
+        scope = "stack" if constant and (small or wants_stack) else "heap"
+        stmt: n.Stmt = n.Allocate(r.name, r.type, size, body, scope)
+        for name, value in lets:
+            stmt = n.LetStmt(name, simplify(value), stmt)
+        return stmt

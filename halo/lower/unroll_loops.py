@@ -1,0 +1,46 @@
+"""Unroll loops marked `unrolled`, and check that vectorized loops have constant extents.
+
+Input: loops of any kind. Output: no `unrolled` loops: each became a Block of copies of
+its body with the loop variable replaced by min + i. Vectorized loops are left for the
+backend, but their extent must be a constant (the SIMD width).
+"""
+from __future__ import annotations
+
+from halo.analysis.simplify import simplify
+from halo.errors import ScheduleError
+from halo.ir import nodes as n
+from halo.ir.nodes import ForKind, block, const
+from halo.ir.printer import expr_to_str
+from halo.ir.substitute import substitute
+from halo.ir.visitor import IRMutator
+from halo.lower.context import LowerContext
+
+_MAX_UNROLL = 256
+
+
+def unroll_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    return _Unroll(ctx).mutate(stmt)
+
+
+class _Unroll(IRMutator):
+    def __init__(self, ctx: LowerContext):
+        self.ctx = ctx
+
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        loop = self.mutate_children(loop)
+        if loop.kind not in (ForKind.UNROLLED, ForKind.VECTORIZED):
+            return loop
+        extent = simplify(loop.extent)
+        label = self.ctx.loop_labels.get(loop.name, loop.name)
+        verb = "unroll" if loop.kind is ForKind.UNROLLED else "vectorize"
+        if not isinstance(extent, n.Const):
+            raise ScheduleError(
+                f"{verb}: {label} has extent {expr_to_str(extent)}, which is not a constant; "
+                f"split it first, e.g. {verb}(var, 8), or bound() the dimension")
+        if loop.kind is ForKind.VECTORIZED:
+            return loop
+        if extent.value > _MAX_UNROLL:
+            raise ScheduleError(f"unroll: {label} has {extent.value} iterations; unrolling "
+                                f"more than {_MAX_UNROLL} is refused (split it first)")
+        return block(*(substitute(loop.body, {loop.name: simplify(n.Add(loop.min, const(i)))})
+                       for i in range(extent.value)))

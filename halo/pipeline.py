@@ -1,0 +1,209 @@
+"""Running pipelines: `Pipeline`, `Target`, and compiled `Kernel`s.
+
+`Pipeline([f, g]).realize(shape, inputs=...)` lowers the pipeline, compiles it for the
+target (cached by the lowered IR and target), checks the inputs and the regions the code
+will touch, and runs it on NumPy arrays without copying them.
+"""
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from halo.analysis.simplify import simplify
+from halo.errors import HaloError, InputError, InternalError
+from halo.ir import nodes as n
+from halo.ir.printer import loop_nest_to_str
+from halo.ir.substitute import free_vars, substitute
+from halo.lang.environment import Environment, bind
+from halo.lang.func import Func
+from halo.lower.bounds_inference import RegionCheck, describe
+from halo.lower.pipeline import Lowered, lower
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where code runs: "host" (the CPU, through LLVM) or "cuda". `threads`: the size of
+    the thread pool for parallel loops (default: HALO_NUM_THREADS, else all cores)."""
+    name: str = "host"
+    threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in ("host", "cuda"):
+            raise HaloError(f"unknown target {self.name!r}; use 'host' or 'cuda'")
+        if self.name == "cuda":
+            raise HaloError("the 'cuda' target is not available in this version of halo; "
+                            "use target='host'")
+
+    @property
+    def num_threads(self) -> int:
+        return self.threads or int(os.environ.get("HALO_NUM_THREADS", 0)) or os.cpu_count() or 1
+
+    @staticmethod
+    def of(target: str | Target) -> Target:
+        return target if isinstance(target, Target) else Target(target)
+
+
+class Pipeline:
+    """Several output Funcs realized together, over the same region."""
+
+    def __init__(self, outputs: Sequence[Func] | Func):
+        self.outputs = [outputs] if isinstance(outputs, Func) else list(outputs)
+        if not self.outputs:
+            raise HaloError("a Pipeline needs at least one output Func")
+
+    def lower(self, target: str | Target = "host") -> Lowered:
+        return lower(Environment.of(self.outputs), Target.of(target).name)
+
+    def print_loop_nest(self, target: str | Target = "host") -> None:
+        print(loop_nest_to_str(self.lower(target).stmt), end="")
+
+    def compile(self, target: str | Target = "host") -> Kernel:
+        target = Target.of(target)
+        lowered = self.lower(target)
+        return Kernel(lowered, target)
+
+    def realize(self, shape=None, inputs=None, target: str | Target = "host", out=None,
+                origin=None):
+        kernel = self.compile(target)
+        result = kernel._run(shape, out, origin, inputs, {})
+        return result[0] if len(self.outputs) == 1 else result
+
+
+class _CompileCache:
+    """Compiled functions by (lowered IR text, target), least recently used evicted first:
+    each live JIT engine holds about 1 MB, so the cache is bounded."""
+
+    def __init__(self, capacity: int = 128):
+        self.capacity = capacity
+        self.entries: OrderedDict[tuple[str, Target], object] = OrderedDict()
+
+    def get(self, key: tuple[str, Target], build):
+        if key in self.entries:
+            self.entries.move_to_end(key)
+            return self.entries[key]
+        value = self.entries[key] = build()
+        if len(self.entries) > self.capacity:
+            self.entries.popitem(last=False)
+        return value
+
+
+_cache = _CompileCache()
+
+
+class Kernel:
+    """A compiled pipeline: `kernel(shape, **inputs)` or `kernel(out=array, **inputs)`,
+    inputs passed by the names of their ImageParams and Params."""
+
+    def __init__(self, lowered: Lowered, target: Target):
+        from halo.backends.llvm import Argument, compile_function
+        self.lowered = lowered
+        self.target = target
+        env = lowered.env
+        self.output_names = [f.name for f in env.outputs]
+        buffers = [*env.inputs, *self.output_names]
+        scalars = sorted(free_vars(lowered.stmt) - set(buffers))
+        known = set(env.params) | {f"{b}.{field}.{i}" for b in buffers
+                                   for field in ("min", "extent", "stride") for i in range(8)}
+        strays = [s for s in scalars if s not in known]
+        if strays:
+            raise InternalError(f"lowered code uses undefined names {strays}")
+        self.scalar_names = scalars
+        args = [Argument(b, "buffer", self._buffer_type(b)) for b in buffers]
+        args += [Argument(s, "scalar", env.params[s].type if s in env.params else
+                          n.Var(s).type) for s in scalars]
+        self.function = _cache.get((str(lowered), target),
+                                   lambda: compile_function("halo_pipeline", lowered.stmt, args))
+        self.buffer_names = buffers
+
+    def _buffer_type(self, name: str):
+        env = self.lowered.env
+        return env.inputs[name].dtype if name in env.inputs else env.funcs[name].type
+
+    def source(self) -> str:
+        """The generated code (LLVM IR for the host)."""
+        return self.function.llvm_ir
+
+    def __call__(self, shape=None, out=None, origin=None, **inputs):
+        result = self._run(shape, out, origin, None, inputs)
+        return result[0] if len(result) == 1 else result
+
+    def _run(self, shape, out, origin, inputs, named) -> list[np.ndarray]:
+        env = self.lowered.env
+        arrays, scalars = bind(env, inputs, **named)
+        outs = self._outputs(shape, out)
+        ndim = outs[0].ndim
+        origin = tuple(origin) if origin is not None else (0,) * ndim
+        if len(origin) != ndim:
+            raise InputError(f"origin has {len(origin)} entries but the output has {ndim} "
+                             "dimension(s)")
+        values: dict[str, object] = dict(scalars)
+        for name, arr in [*arrays.items(), *zip(self.output_names, outs)]:
+            for i in range(arr.ndim):
+                values[f"{name}.extent.{i}"] = arr.shape[i]
+                values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
+                values[f"{name}.min.{i}"] = origin[i] if name in self.output_names else 0
+        self._check_regions(values)
+        buffers = [arrays[b] if b in arrays else outs[self.output_names.index(b)]
+                   for b in self.buffer_names]
+        self.function(*buffers, *(values[s] for s in self.scalar_names))
+        return outs
+
+    def _outputs(self, shape, out) -> list[np.ndarray]:
+        funcs = [self.lowered.env.funcs[nm] for nm in self.output_names]
+        if out is not None:
+            outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            if len(outs) != len(funcs):
+                raise InputError(f"out= has {len(outs)} array(s) for {len(funcs)} output(s)")
+            for f, arr in zip(funcs, outs):
+                if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
+                        arr.ndim != f.dimensions:
+                    raise InputError(f"out= for {f.name} must be a {f.dimensions}-D "
+                                     f"{f.type} NumPy array, got {_describe(arr)}")
+                if not arr.flags.writeable:
+                    raise InputError(f"out= for {f.name} is read-only")
+            if len({a.shape for a in outs}) > 1:
+                raise InputError("all outputs of a Pipeline must have the same shape")
+            return outs
+        if shape is None:
+            raise InputError("give the output shape, e.g. f.realize((480, 640)), or out=array")
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        for f in funcs:
+            if len(shape) != f.dimensions:
+                raise InputError(f"{f.name} has {f.dimensions} dimension(s) but the shape "
+                                 f"{shape} has {len(shape)}")
+        if any(not isinstance(s, (int, np.integer)) or s < 0 for s in shape):
+            raise InputError(f"the shape {shape} must be non-negative integers")
+        return [np.empty(shape, dtype=f.type.numpy) for f in funcs]
+
+    def _check_regions(self, values: dict[str, object]) -> None:
+        consts = {k: n.const(v, n.Var(k).type) for k, v in values.items()
+                  if not isinstance(v, float)}
+        consts.update({k: n.const(v, self.lowered.env.params[k].type)
+                       for k, v in values.items() if k in self.lowered.env.params})
+        for check in self.lowered.checks:
+            lo, hi, lo_ok, extent = (_evaluate(e, consts) for e in
+                                     (check.lo, check.hi, check.min, check.extent))
+            if hi < lo:
+                continue  # nothing is accessed
+            if lo < lo_ok or hi > lo_ok + extent - 1:
+                raise describe(check, lo, hi, lo_ok, extent)
+
+
+def _evaluate(e: n.Expr, consts: dict[str, n.Expr]) -> int:
+    value = simplify(substitute(e, consts))
+    if not isinstance(value, n.Const):
+        raise InternalError(f"region check did not evaluate to a constant: {value}")
+    return int(value.value)
+
+
+def _describe(a: object) -> str:
+    if isinstance(a, np.ndarray):
+        return f"a {a.ndim}-D {a.dtype} array"
+    return type(a).__name__
+
+
+__all__ = ["Pipeline", "Target", "Kernel", "RegionCheck"]
