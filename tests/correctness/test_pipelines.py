@@ -1,0 +1,144 @@
+"""Multi-stage pipelines, boundary conditions, Params and integer types under schedules."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import halo
+
+from .conftest import assert_matches_reference
+
+y, x, c, yo, xo, yi, xi = halo.vars("y x c yo xo yi xi")
+
+
+def three_stage():
+    """inp -> a (3-tap in x) -> b (3-tap in y) -> out (pointwise, x-shifted read of a)."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    e = halo.boundary.mirror_interior(inp)
+    a, b, out = halo.Func("a"), halo.Func("b"), halo.Func("out")
+    a[y, x] = e[y, x - 1] * 0.25 + e[y, x] * 0.5 + e[y, x + 1] * 0.25
+    b[y, x] = a[y - 1, x] - a[y + 1, x]
+    out[y, x] = halo.sqrt(halo.abs(b[y, x])) + a[y, x + 2]
+    return inp, a, b, out
+
+
+def _s_default(a, b, out): pass
+def _s_root(a, b, out): a.compute_root(); b.compute_root()
+def _s_chain_at(a, b, out):
+    out.tile(y, x, yo, xo, yi, xi, 8, 8)
+    b.compute_at(out, yi)
+    a.compute_at(out, xo)
+def _s_store_outside(a, b, out):
+    out.split(y, yo, yi, 4)
+    b.compute_at(out, yi)
+    a.store_at(out, yo).compute_at(out, yi)
+def _s_mixed(a, b, out):
+    out.tile(y, x, yo, xo, yi, xi, 5, 3).fuse(yo, xo, c).parallel(c)
+    a.compute_root().vectorize(x, 4)
+    b.compute_at(out, c).unroll(x, 2)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (11, 29), (32, 17)])
+@pytest.mark.parametrize("sched", [_s_default, _s_root, _s_chain_at, _s_store_outside,
+                                   _s_mixed], ids=lambda f: f.__name__[3:])
+def test_three_stage_pipeline(sched, shape):
+    """A 3-stage pipeline with compute_at inside tiles and store_at outside them."""
+    inp, a, b, out = three_stage()
+    sched(a, b, out)
+    image = np.random.default_rng(8).random((shape[0] + 3, shape[1] + 5), dtype=np.float32)
+    assert_matches_reference(out, shape, {inp: image}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind,mode", [("repeat_edge", "edge"), ("mirror_image", "symmetric"),
+                                       ("mirror_interior", "reflect"),
+                                       ("repeat_image", "wrap")])
+def test_boundary_conditions(kind, mode):
+    """Each boundary condition matches the corresponding np.pad mode."""
+    inp = halo.ImageParam(halo.int16, 2, "inp")
+    e = getattr(halo.boundary, kind)(inp)
+    out = halo.Func("out")
+    out[y, x] = e[y - 3, x - 4]
+    e.compute_root()
+    data = np.arange(5 * 7, dtype=np.int16).reshape(5, 7)
+    expected = np.pad(data, ((3, 3), (4, 4)), mode=mode)
+    assert_matches_reference(out, expected.shape, {inp: data}, expected)
+
+
+def test_constant_exterior_with_param():
+    """constant_exterior fills with a Param's value; a second Param scales."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    fill, gain = halo.Param(halo.float32, "fill"), halo.Param(halo.float32, "gain", default=2.0)
+    e = halo.boundary.constant_exterior(inp, fill)
+    out = halo.Func("out")
+    out[y, x] = e[y - 1, x + 1] * gain
+    data = np.random.default_rng(9).random((4, 6), dtype=np.float32)
+    expected = np.pad(data, 1, constant_values=-1.0)[0:4, 2:8] * 2  # e[y-1, x+1] = p[y, x+2]
+    got = assert_matches_reference(out, (4, 6), {inp: data, fill: -1.0}, expected)
+    got3 = out.realize((4, 6), inputs={inp: data, fill: -1.0, gain: 3.0})
+    np.testing.assert_allclose(got3, got * 1.5, rtol=1e-6)
+
+
+def test_integer_types_and_casts():
+    """uint8 -> int16 arithmetic with floor division and modulo of negatives -> uint8."""
+    inp = halo.ImageParam(halo.uint8, 2, "inp")
+    d, out = halo.Func("d"), halo.Func("out")
+    d[y, x] = halo.cast(halo.int16, inp[y, x]) - halo.cast(halo.int16, inp[y, x + 1])
+    out[y, x] = halo.cast(halo.uint8, (d[y, x] // 3) % 7 * 37 + d[y, x] * 5)
+    d.compute_root().split(x, xo, xi, 4, tail="round_up")
+    # round_up computes d up to x = 15, which reads inp up to x = 16: the input is wide
+    # enough for that, and the output only uses the first 13 columns.
+    data = np.random.default_rng(10).integers(0, 256, (9, 17), dtype=np.uint8)
+    diff = data[:, :13].astype(np.int16) - data[:, 1:14].astype(np.int16)
+    expected = ((diff // 3) % 7 * 37 + diff * 5).astype(np.uint8)
+    assert_matches_reference(out, (9, 13), {inp: data}, expected)
+
+
+def test_int_division_by_zero_is_zero():
+    """Integer x // 0 and x % 0 are 0, as the IR documents."""
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    out = halo.Func("out")
+    out[x] = inp[x] // (x % 3) + inp[x] % (x % 2)
+    data = np.arange(-6, 6, dtype=np.int32)
+    den3, den2 = np.arange(12) % 3, np.arange(12) % 2
+    with np.errstate(divide="ignore"):
+        expected = (np.where(den3 == 0, 0, data // np.where(den3 == 0, 1, den3))
+                    + np.where(den2 == 0, 0, data % np.where(den2 == 0, 1, den2)))
+    assert_matches_reference(out, (12,), {inp: data}, expected.astype(np.int32))
+
+
+def test_zero_dimensional_func_and_buffer():
+    """A 0-d Func reduces a Buffer bound at definition time."""
+    data = np.arange(10, dtype=np.float64)
+    buf = halo.Buffer(data, "buf")
+    r = halo.RDom(buf, name="r")
+    total = halo.Func("total")
+    total[()] = halo.sum(buf[r] * buf[r])
+    got = assert_matches_reference(total, (), None, np.array((data * data).sum()))
+    assert got.shape == ()
+
+
+def test_pipeline_with_two_outputs():
+    """A Pipeline realizes two outputs sharing a producer in one pass."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    s, o1, o2 = halo.Func("s"), halo.Func("o1"), halo.Func("o2")
+    s[x] = inp[x] * 2.0
+    o1[x] = s[x] + 1.0
+    o2[x] = s[x] * s[x]
+    s.compute_root()
+    data = np.random.default_rng(11).random(9, dtype=np.float32)
+    a, b = halo.Pipeline([o1, o2]).realize((9,), inputs={inp: data})
+    np.testing.assert_allclose(a, data * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(b, (data * 2) ** 2, rtol=1e-6)
+
+
+def test_compile_reuses_kernel_and_out_argument():
+    """A compiled Kernel runs again on new inputs, by name, into an existing array."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f = halo.Func("f")
+    f[x] = inp[x] + 1.0
+    kernel = f.compile()
+    out = np.zeros(5, dtype=np.float32)
+    kernel(out=out, inp=np.arange(5, dtype=np.float32))
+    np.testing.assert_array_equal(out, np.arange(1, 6, dtype=np.float32))
+    np.testing.assert_array_equal(kernel((3,), inp=np.ones(3, np.float32)), [2, 2, 2])
+    assert "define" in kernel.source()
