@@ -52,6 +52,9 @@ def _expr(e: n.Expr) -> tuple[str, int]:
             return f"min({expr_to_str(a)}, {expr_to_str(b)})", atom
         case n.Max(a=a, b=b):
             return f"max({expr_to_str(a)}, {expr_to_str(b)})", atom
+        case n.Add(a=a, b=n.Const(value=v) as c) if v < 0 and v != c.type.min_value():
+            # x + -3 reads as x - 3
+            return expr_to_str(a, 9) + " - " + _const_text(n.Const(c.type, -v)), 9
         case n.Xor() | n.And() | n.Or() if not e.a.type.is_bool or type(e) is n.Xor:
             op, prec = _BITWISE[type(e)]
             return expr_to_str(e.a, prec) + op + expr_to_str(e.b, prec + 1), prec
@@ -78,10 +81,14 @@ def _expr(e: n.Expr) -> tuple[str, int]:
 
 
 def _range_text(lo: n.Expr, extent: n.Expr) -> str:
+    """The arguments of `range(...)` for a loop from `lo` running `extent` times."""
     if isinstance(lo, n.Const) and lo.value == 0:
         return expr_to_str(extent)
     if isinstance(lo, n.Const) and isinstance(extent, n.Const):
         return f"{lo.value}, {lo.value + extent.value}"
+    match extent:  # extent == hi - lo + 1 (how bounds inference writes it): range(lo, hi + 1)
+        case n.Add(a=n.Sub(a=hi, b=lo2), b=n.Const(value=1)) if lo2 == lo:
+            return f"{expr_to_str(lo)}, {expr_to_str(n.Add(hi, n.Const(extent.type, 1)))}"
     return f"{expr_to_str(lo)}, {expr_to_str(n.Add(lo, extent))}"
 
 

@@ -109,7 +109,7 @@ def _apply_split(t: Split, ir_name, bounds, lets, guards, func: str, k: int) -> 
         base = n.Min(n.Mul(o, factor), n.Sub(extent, factor))
         lets.append((old, n.Add(n.Add(lo, base), i)))
         if not divides and not (isinstance(extent, n.Const) and extent.value >= t.factor):
-            guards.append(n.LE(lo, n.Var(old)))
+            guards.append(n.LE(lo, n.Var(old)))  # only an extent < factor shifts below lo
     else:
         lets.append((old, n.Add(n.Add(lo, n.Mul(o, factor)), i)))
         if tail == "guard" and not divides:

@@ -6,6 +6,8 @@ the call, and the loops that exist.
 """
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
 from halo.schedule.records import TAILS, Dim, Fuse, Split, StageSchedule
@@ -27,17 +29,17 @@ def _show(v: object) -> str:
     return getattr(v, "name", repr(v))
 
 
-class Schedulable:
+class Schedulable(ABC):
     """Loop transformations of one stage. Subclasses provide `_stage()` (the record),
     `_stage_label()` (e.g. "f" or "f.update(0)"), and `_is_update`."""
 
     _is_update = False
 
-    def _stage(self) -> StageSchedule:
-        raise NotImplementedError
+    @abstractmethod
+    def _stage(self) -> StageSchedule: ...
 
-    def _stage_label(self) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def _stage_label(self) -> str: ...
 
     # --------------------------------------------------------------------- validation
 
