@@ -2,11 +2,8 @@
 PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
-PYTEST := $(VENV_PYTHON) -m pytest -n 2 -q
-# Lint only the top-level folders that exist (apps/ and benchmarks/ come later).
-LINT_PATHS := $(wildcard halo tests apps benchmarks)
 
-.PHONY: venv demo test lint bench
+.PHONY: venv demo test lint
 
 venv: $(VENV)/.installed
 
@@ -19,15 +16,8 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 demo: venv
 	$(VENV_PYTHON) -m apps.demo
 
-# pytest exits 5 when it collects no tests; HALO_ALLOW_NO_TESTS=1 (set by .ci/run) turns
-# that into success so that CI reports "no tests ran" instead of failing.
 test: venv
-	@echo $(PYTEST)
-	@$(PYTEST) || { status=$$?; \
-	  if [ $$status -eq 5 ] && [ -n "$$HALO_ALLOW_NO_TESTS" ]; then exit 0; fi; exit $$status; }
+	$(VENV_PYTHON) -m pytest -n 2 -q
 
 lint: venv
-	$(VENV)/bin/ruff check $(LINT_PATHS)
-
-bench: venv
-	$(VENV_PYTHON) -m benchmarks.run
+	$(VENV)/bin/ruff check halo tests apps
