@@ -1,7 +1,7 @@
 """Everything a pipeline reaches from its outputs, and how run-time values bind to it.
 
 `Environment.of(outputs)` collects the Funcs (in realization order: producers before
-consumers, outputs last), the inputs and the Params. `bind(env, inputs)` checks the
+consumers), the inputs and the Params. `bind(env, inputs)` checks the
 values a user passes — missing inputs, wrong dtype or rank — and returns them by name.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from halo.lang.rdom import RDom
 @dataclass
 class Environment:
     outputs: list[Func]
-    funcs: dict[str, Func]          # realization order: producers first, outputs last
+    funcs: dict[str, Func]          # realization order: producers before consumers
     inputs: dict[str, _Input]
     params: dict[str, Param]
 
@@ -64,9 +64,7 @@ class Environment:
                 raise DefinitionError(f"outputs must be Funcs, got {out!r}")
             visit(out)
         _check_unique_names([*funcs.values(), *inputs.values(), *params.values()])
-        # outputs last, in the order given
-        order = [nm for nm in funcs if funcs[nm] not in outputs] + [o.name for o in outputs]
-        return Environment(list(outputs), {nm: funcs[nm] for nm in order}, inputs, params)
+        return Environment(list(outputs), funcs, inputs, params)
 
     def consumers(self, name: str) -> list[str]:
         """Funcs whose definitions call `name`."""

@@ -184,8 +184,8 @@ def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
                 ctx.checks.append(RegionCheck(
                     name, i, simplify(used[i].min), simplify(used[i].max), simplify(iv.min),
                     simplify(n.Add(n.Sub(iv.max, iv.min), const(1))), "bound"))
-    for name in ctx.outputs:
-        box = boxes_touched(stmt, name, provides=True, calls=False)
+    for name in ctx.outputs:  # what is written, and what other Funcs read of an output
+        box = boxes_touched(stmt, name, provides=True, calls=True)
         for i, iv in enumerate(box):
             if not iv.is_bounded:
                 raise BoundsError(

@@ -2,7 +2,8 @@
 levels.
 
 Input: the pipeline's Funcs and their schedules (`ctx.compute_levels` decided). Output: a
-Stmt in which every output has its loop nests at root, every other non-inlined Func `f`
+Stmt in which every output has its `ProducerConsumer` at root (in realization order, so
+an output that another Func reads is produced first), every other non-inlined Func `f`
 has `ProducerConsumer(f, produce, consume)` at the top of the body of its compute loop (or
 at root) and `Realize(f)` around its store loop's body, and calls of inlined Funcs are
 substituted. Loop variables are named `f.s{stage}.{var}` for a stage's own dimensions and
@@ -24,9 +25,14 @@ from halo.schedule.records import Fuse, LoopLevel, Split, StageSchedule
 
 
 def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
-    stmt = block(*(_produce(name, ctx) for name in ctx.outputs))
-    for name in reversed(ctx.realized()):
-        stmt = _inject(stmt, name, ctx)
+    # Consumers first, so the loops a producer is placed in already exist; each producer
+    # then wraps what reads it.
+    stmt: n.Stmt = n.NO_OP
+    for name in reversed(ctx.env.funcs):
+        if name in ctx.outputs:
+            stmt = n.ProducerConsumer(name, _produce(name, ctx), stmt)
+        elif ctx.compute_levels[name].kind != "inline":
+            stmt = _inject(stmt, name, ctx)
     return stmt
 
 
@@ -157,13 +163,12 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
 
     f = ctx.env.funcs[name]
     produce = _produce(name, ctx)
-    realize_args = (name, f.type, (), )
 
     def place(body: n.Stmt, at_compute: bool, at_store: bool) -> n.Stmt:
         if at_compute:
             body = n.ProducerConsumer(name, produce, body)
-        if at_store:
-            body = n.Realize(*realize_args, body, f.schedule.memory_scope)
+        if at_store:  # bounds_inference fills in the bounds
+            body = n.Realize(name, f.type, (), body, f.schedule.memory_scope)
         return body
 
     if compute is None:  # both at root

@@ -142,3 +142,18 @@ def test_compile_reuses_kernel_and_out_argument():
     np.testing.assert_array_equal(out, np.arange(1, 6, dtype=np.float32))
     np.testing.assert_array_equal(kernel((3,), inp=np.ones(3, np.float32)), [2, 2, 2])
     assert "define" in kernel.source()
+
+
+def test_output_read_by_another_stage_is_produced_first():
+    """When an intermediate reads an output, the output is produced before it, whatever
+    order the outputs are listed in."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    a, b, c = halo.Func("a"), halo.Func("b"), halo.Func("c")
+    a[x] = inp[x] + 1.0
+    b[x] = a[x] * 3.0
+    c[x] = b[x] - a[x]
+    b.compute_root()
+    data = np.random.default_rng(12).random(7, dtype=np.float32)
+    got_c, got_a = halo.Pipeline([c, a]).realize((7,), inputs={inp: data})
+    np.testing.assert_allclose(got_a, data + 1, rtol=1e-6)
+    np.testing.assert_allclose(got_c, (data + 1) * 2, rtol=1e-6)
