@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import halo
+from apps import blur
+from apps.blur import numpy_blur
 
 from .conftest import assert_matches_reference
 
@@ -14,19 +16,9 @@ SHAPES = [(1, 1), (7, 13), (37, 53)]
 
 
 def blur_pipeline():
-    y, x = halo.vars("y x")
-    inp = halo.ImageParam(halo.float32, 2, "inp")
-    clamped = halo.boundary.repeat_edge(inp)
-    bx, by = halo.Func("blur_x"), halo.Func("blur_y")
-    bx[y, x] = (clamped[y, x - 1] + clamped[y, x] + clamped[y, x + 1]) / 3
-    by[y, x] = (bx[y - 1, x] + bx[y, x] + bx[y + 1, x]) / 3
-    return inp, bx, by
-
-
-def numpy_blur(image):
-    p = np.pad(image, 1, mode="edge")
-    bx = (p[:, :-2] + p[:, 1:-1] + p[:, 2:]) / np.float32(3)
-    return (bx[:-2] + bx[1:-1] + bx[2:]) / np.float32(3)
+    """The blur app's algorithm: (input, blur_x, blur_y)."""
+    inp, out, funcs = blur.algorithm()
+    return inp, funcs["blur_x"], out
 
 
 y, x, yo, xo, yi, xi, t = halo.vars("y x yo xo yi xi t")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import apps.matmul
 import halo
 
 from .conftest import assert_matches_reference
@@ -13,13 +14,9 @@ ko, ki = halo.vars("ko ki")
 
 
 def matmul():
-    A = halo.ImageParam(halo.float32, 2, "A")
-    B = halo.ImageParam(halo.float32, 2, "B")
-    k = halo.RDom((0, A.shape[1]), name="k")
-    C = halo.Func("C")
-    C[i, j] = 0.0
-    C[i, j] += A[i, k] * B[k, j]
-    return A, B, k, C
+    """The matmul app's algorithm: (A, B, k, C)."""
+    A, B, C, funcs = apps.matmul.algorithm()
+    return A, B, funcs["k"], C
 
 
 def _default(C, k): pass
