@@ -28,7 +28,7 @@ class Environment:
         funcs: dict[str, Func] = {}
         inputs: dict[str, _Input] = {}
         params: dict[str, Param] = {}
-        visiting: set[str] = set()
+        visiting: list[Func] = []  # the chain being visited, for cycle messages
 
         def visit_deps(deps, owner: Func) -> None:
             for d in sorted(deps - {owner}, key=lambda d: getattr(d, "name", "")):
@@ -47,16 +47,15 @@ class Environment:
         def visit(f: Func) -> None:
             if funcs.get(f.name) is f:
                 return
-            if f.name in funcs:
-                _check_unique_names([funcs[f.name], f])
-            if f.name in visiting:
-                chain = " -> ".join([*visiting, f.name])
+            _check_unique_names([*funcs.values(), *visiting, f])
+            if f in visiting:
+                chain = " -> ".join(g.name for g in [*visiting[visiting.index(f):], f])
                 raise DefinitionError(f"Func {f.name} depends on itself through other Funcs "
                                       f"({chain}); only an update may read its own Func")
-            visiting.add(f.name)
+            visiting.append(f)
             for d in f.definitions:
                 visit_deps(d.deps, f)
-            visiting.discard(f.name)
+            visiting.pop()
             funcs[f.name] = f
 
         for out in outputs:
@@ -74,7 +73,7 @@ class Environment:
 
 
 def _check_unique_names(objects: list) -> None:
-    seen: dict[str, object] = {}
+    seen: dict[str, object] = {}  # (the same object listed twice is fine)
     for obj in objects:
         other = seen.setdefault(obj.name, obj)
         if other is not obj:

@@ -14,6 +14,7 @@ find them. Type rules (API.md):
 """
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 
 import numpy as np
@@ -153,7 +154,7 @@ def common_type(a: Type, b: Type) -> Type:
         return b
     if b.is_bool:
         return a
-    bits = max(a.bits, b.bits)
+    bits = builtins.max(a.bits, b.bits)  # this module's max builds Exprs
     if a.code != b.code:
         return Type("int", bits)
     return Type(a.code, bits)
@@ -249,9 +250,9 @@ def _float_of(e: object) -> Expr:
 
 
 def _math(name: str, *args: object) -> Expr:
+    if len(args) == 2:  # types first, so a Python literal stays weak: pow(f16, 2.0) is f16
+        args = match_types(*args)
     exprs = [_float_of(a) for a in args]
-    if len(exprs) == 2:
-        exprs = list(match_types(*exprs))
     deps = frozenset().union(*(e.deps for e in exprs))
     return Expr(n.Call(exprs[0].type, name, tuple(e.node for e in exprs), n.CallKind.MATH), deps)
 

@@ -26,8 +26,10 @@ def _reduce(kind: str, e: object, init, combine) -> Expr:
         raise DefinitionError(f"halo.{kind}(...) needs an expression that uses an RDom's "
                               "variables (r.x, ...)")
     provided = provided_names(e.deps)
+    predicates = [d.predicate.node for d in e.deps
+                  if isinstance(d, RDom) and d.predicate is not None]
     pure: list[str] = []
-    for node in walk(e.node):
+    for node in (x for root in (e.node, *predicates) for x in walk(root)):
         if isinstance(node, n.Var) and node.name not in provided and node.name not in pure:
             pure.append(node.name)
     f = Func(unique_name(kind))

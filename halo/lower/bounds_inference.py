@@ -47,7 +47,8 @@ def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     for name in reversed(ctx.realized()):
         stmt = _At(n.ProducerConsumer, name, lambda pc, nm=name: _compute_lets(pc, nm, ctx)
                    ).mutate(stmt)
-        stmt = _At(n.Realize, name, lambda r, nm=name: _storage_lets(r, nm)).mutate(stmt)
+        stmt = _At(n.Realize, name, lambda r, nm=name: _storage_lets(r, ctx.env.funcs[nm])
+                   ).mutate(stmt)
     lets: list[tuple[str, n.Expr]] = []
     for name in ctx.outputs:
         f = ctx.env.funcs[name]
@@ -144,8 +145,16 @@ def _apply_bounds(f, region: list[Interval]) -> list[Interval]:
     return region
 
 
-def _storage_lets(realize: n.Realize, name: str) -> n.Stmt:
-    box = boxes_touched(realize.body, name, calls=True, provides=True)
+def _storage_lets(realize: n.Realize, f) -> n.Stmt:
+    """Storage covers what f's stages write and its consumers read inside the store
+    level. A dimension fixed by bound() covers the bound (reads are checked against it
+    before running) and whatever the loops write past it (a round_up tail)."""
+    name = f.name
+    box = list(boxes_touched(realize.body, name, calls=True, provides=True))
+    written = boxes_touched(realize.body, name, calls=False, provides=True)
+    for v in f.schedule.bounds:
+        i, iv = _bound_interval(f, v)
+        box[i] = Interval.union(iv, written[i])
     lets: list[tuple[str, n.Expr]] = []
     bounds = []
     for i, iv in enumerate(box):

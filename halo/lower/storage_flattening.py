@@ -6,14 +6,16 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
   * outputs: mins `out.min.{i}`, strides `out.stride.{i}` (arguments);
   * Funcs with storage of their own: dense row-major (the last dimension is contiguous),
     mins `f.min.{i}` from bounds inference and strides defined by lets around the
-    Allocate. They go on the stack when their size is a small constant (or `store_in`
-    says "stack"/"local" and the size is constant), else on the heap.
+    Allocate. They go on the stack when `store_in` says "stack"/"local" (the size must be
+    constant) or, by default, when the size is a small constant; "global" means the heap.
 """
 from __future__ import annotations
 
 from halo.analysis.simplify import simplify
+from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
+from halo.ir.printer import expr_to_str
 from halo.ir.visitor import IRMutator
 from halo.lower.context import LowerContext
 
@@ -66,9 +68,13 @@ class _Flatten(IRMutator):
             size = n.Mul(size, r.bounds[i][1])
         size = simplify(size)
         constant = isinstance(size, n.Const)
+        if r.scope in ("stack", "local") and not constant:
+            raise ScheduleError(
+                f"{r.name}.store_in({r.scope!r}): its size, {expr_to_str(size)}, is not a "
+                "constant; bound() its dimensions or compute it at an inner loop level")
         small = constant and size.value * r.type.bytes <= _STACK_BYTES
-        wants_stack = r.scope in ("stack", "local")
-        scope = "stack" if constant and (small or wants_stack) else "heap"
+        scope = "stack" if r.scope in ("stack", "local") or (r.scope == "auto" and small) \
+            else "heap"
         stmt: n.Stmt = n.Allocate(r.name, r.type, size, body, scope)
         for name, value in lets:
             stmt = n.LetStmt(name, simplify(value), stmt)

@@ -2,7 +2,7 @@
 
 Input: loops of any kind. Output: no `unrolled` loops: each became a Block of copies of
 its body with the loop variable replaced by min + i. Vectorized loops are left for the
-backend, but their extent must be a constant (the SIMD width).
+backend, with their extent, which must be a constant (the SIMD width), written as one.
 """
 from __future__ import annotations
 
@@ -25,12 +25,21 @@ def unroll_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 class _Unroll(IRMutator):
     def __init__(self, ctx: LowerContext):
         self.ctx = ctx
+        self.lets: dict[str, n.Expr] = {}  # enclosing lets, substituted into each other
+
+    def visit_LetStmt(self, let: n.LetStmt) -> n.Stmt:
+        self.lets[let.name] = simplify(substitute(let.value, self.lets))
+        body = self.mutate(let.body)
+        del self.lets[let.name]
+        return let if body is let.body else n.LetStmt(let.name, let.value, body)
 
     def visit_For(self, loop: n.For) -> n.Stmt:
         loop = self.mutate_children(loop)
         if loop.kind not in (ForKind.UNROLLED, ForKind.VECTORIZED):
             return loop
-        extent = simplify(loop.extent)
+        # An extent can be constant only through the lets around it (a stencil window
+        # computed at its consumer spans `max - min + 1` = 3).
+        extent = simplify(substitute(loop.extent, self.lets))
         label = self.ctx.loop_labels.get(loop.name, loop.name)
         verb = "unroll" if loop.kind is ForKind.UNROLLED else "vectorize"
         if not isinstance(extent, n.Const):
@@ -38,7 +47,7 @@ class _Unroll(IRMutator):
                 f"{verb}: {label} has extent {expr_to_str(extent)}, which is not a constant; "
                 f"split it first, e.g. {verb}(var, 8), or bound() the dimension")
         if loop.kind is ForKind.VECTORIZED:
-            return loop
+            return n.For(loop.name, loop.min, extent, loop.kind, loop.body)
         if extent.value > _MAX_UNROLL:
             raise ScheduleError(f"unroll: {label} has {extent.value} iterations; unrolling "
                                 f"more than {_MAX_UNROLL} is refused (split it first)")
