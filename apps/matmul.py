@@ -1,6 +1,7 @@
 """Matrix multiply C = A @ B through an RDom.
 
-Algorithm, a hand schedule (the reduction outside a contiguous inner loop), and NumPy. Run `python -m apps.matmul`.
+Algorithm, a hand schedule (the reduction outside a contiguous inner loop), and NumPy.
+Run `python -m apps.matmul`.
 """
 from __future__ import annotations
 

@@ -3,14 +3,73 @@
 Write what to compute with Funcs over Vars, optionally say how with a schedule, and run
 it as native code. See README.md and docs/.
 """
-from halo.errors import (BoundsError, DefinitionError, HaloError, InputError, InternalError,
-                         ScheduleError)
-from halo.ir.types import (Type, bool_, float16, float32, float64, int8, int16, int32, int64,
-                           uint8, uint16, uint32, uint64)
-from halo.lang import (Buffer, Expr, Func, ImageParam, Param, RDom, RVar, Stage, Var, abs,
-                       boundary, cast, ceil, clamp, cos, exp, floor, log, max, maximum, min,
-                       minimum, pow, product, round, select, sin, sqrt, sum, tanh, vars)
-from halo.pipeline import Pipeline, Target
 from halo.backends.interp import reference
+from halo.errors import (
+                         BoundsError,
+                         DefinitionError,
+                         HaloError,
+                         InputError,
+                         InternalError,
+                         ScheduleError,
+)
+from halo.ir.types import (
+                         Type,
+                         bool_,
+                         float16,
+                         float32,
+                         float64,
+                         int8,
+                         int16,
+                         int32,
+                         int64,
+                         uint8,
+                         uint16,
+                         uint32,
+                         uint64,
+)
+from halo.lang import (
+                         Buffer,
+                         Expr,
+                         Func,
+                         ImageParam,
+                         Param,
+                         RDom,
+                         RVar,
+                         Stage,
+                         Var,
+                         abs,
+                         boundary,
+                         cast,
+                         ceil,
+                         clamp,
+                         cos,
+                         exp,
+                         floor,
+                         log,
+                         max,
+                         maximum,
+                         min,
+                         minimum,
+                         pow,
+                         product,
+                         round,
+                         select,
+                         sin,
+                         sqrt,
+                         sum,
+                         tanh,
+                         vars,
+)
+from halo.pipeline import Pipeline, Target
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "BoundsError", "DefinitionError", "HaloError", "InputError", "InternalError",
+    "ScheduleError", "Type", "bool_", "float16", "float32", "float64", "int8", "int16",
+    "int32", "int64", "uint8", "uint16", "uint32", "uint64", "Buffer", "Expr", "Func",
+    "ImageParam", "Param", "RDom", "RVar", "Stage", "Var", "abs", "boundary", "cast", "ceil",
+    "clamp", "cos", "exp", "floor", "log", "max", "maximum", "min", "minimum", "pow",
+    "product", "round", "select", "sin", "sqrt", "sum", "tanh", "vars", "Pipeline", "Target",
+    "reference",
+]

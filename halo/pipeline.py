@@ -141,7 +141,7 @@ class Kernel:
             raise InputError(f"origin has {len(origin)} entries but the output has {ndim} "
                              "dimension(s)")
         values: dict[str, object] = dict(scalars)
-        for name, arr in [*arrays.items(), *zip(self.output_names, outs)]:
+        for name, arr in [*arrays.items(), *zip(self.output_names, outs, strict=True)]:
             for i in range(arr.ndim):
                 values[f"{name}.extent.{i}"] = arr.shape[i]
                 values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
@@ -158,7 +158,7 @@ class Kernel:
             outs = list(out) if isinstance(out, (list, tuple)) else [out]
             if len(outs) != len(funcs):
                 raise InputError(f"out= has {len(outs)} array(s) for {len(funcs)} output(s)")
-            for f, arr in zip(funcs, outs):
+            for f, arr in zip(funcs, outs, strict=True):
                 if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
                         arr.ndim != f.dimensions:
                     raise InputError(f"out= for {f.name} must be a {f.dimensions}-D "

@@ -126,7 +126,8 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
         case n.Store(name=name, index=i, value=v):
             out.append(f"{pad}{name}[{expr_to_str(i)}] = {expr_to_str(v)}")
         case n.Realize(name=name, type=t, bounds=bounds, body=b, scope=scope):
-            dims = ", ".join(f"{expr_to_str(lo)}:{expr_to_str(n.Add(lo, ext))}" for lo, ext in bounds)
+            dims = ", ".join(f"{expr_to_str(lo)}:{expr_to_str(n.Add(lo, ext))}"
+                             for lo, ext in bounds)
             where = "" if scope == "auto" else f" in {scope}"
             out.append(f"{pad}realize {name}[{dims}] as {t}{where}:")
             _stmt(b, ind + 1, out)

@@ -92,7 +92,8 @@ def as_type(dtype: object) -> Type:
     try:
         nd = np.dtype(dtype)
     except TypeError:
-        raise TypeError(f"{dtype!r} is not a dtype; use halo.float32, 'int16', np.uint8, ...") from None
+        raise TypeError(f"{dtype!r} is not a dtype; use halo.float32, 'int16', np.uint8, "
+                        "...") from None
     for t in ALL_TYPES:
         if t.numpy == nd:
             return t

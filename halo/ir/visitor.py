@@ -75,7 +75,7 @@ class IRMutator:
             return self.mutate(child)
         if isinstance(child, tuple):
             new = tuple(self._mutate_field(c) for c in child)
-            return child if all(a is b for a, b in zip(new, child)) else new
+            return child if all(a is b for a, b in zip(new, child, strict=True)) else new
         return child
 
 

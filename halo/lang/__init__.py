@@ -1,7 +1,24 @@
 """The algorithm language: Funcs, Vars, RDoms, inputs, expressions, boundary conditions."""
 from halo.lang import boundary
-from halo.lang.expr import (Expr, abs, cast, ceil, clamp, cos, exp, floor, log, max, min,
-                            pow, round, select, sin, sqrt, tanh)
+from halo.lang.expr import (
+                            Expr,
+                            abs,
+                            cast,
+                            ceil,
+                            clamp,
+                            cos,
+                            exp,
+                            floor,
+                            log,
+                            max,
+                            min,
+                            pow,
+                            round,
+                            select,
+                            sin,
+                            sqrt,
+                            tanh,
+)
 from halo.lang.func import Definition, Func, FuncRef, Stage
 from halo.lang.inputs import Buffer, ImageParam, Param
 from halo.lang.rdom import RDom

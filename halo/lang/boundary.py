@@ -38,11 +38,12 @@ def _make(source, bounds: Bounds | None, kind: str,
     box = _box(source, bounds, kind)
     out = Func(unique_name(f"{source.name}_{kind}"))
     args = tuple(Var(f"{out.name}_d{i}") for i in range(len(box)))
-    coords = [clamp(coord(v, lo, ext), lo, lo + ext - 1) for v, (lo, ext) in zip(args, box)]
+    coords = [clamp(coord(v, lo, ext), lo, lo + ext - 1)
+              for v, (lo, ext) in zip(args, box, strict=True)]
     value = source[tuple(coords)]
     if outside_value is not None:
         inside = None
-        for v, (lo, ext) in zip(args, box):
+        for v, (lo, ext) in zip(args, box, strict=True):
             ok = (lo <= v) & (v < lo + ext)
             inside = ok if inside is None else inside & ok
         value = select(inside, value, outside_value) if inside is not None else value

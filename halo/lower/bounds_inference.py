@@ -109,7 +109,7 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext) -> n.Stm
     if updates:
         touched = boxes_touched(n.Block(tuple(updates)), name, calls=True, provides=True)
         pure_region = []
-        for i, (req, iv) in enumerate(zip(required, touched)):
+        for i, (req, iv) in enumerate(zip(required, touched, strict=True)):
             if not iv.is_bounded:
                 raise BoundsError(
                     f"{name}'s update definitions write or read {name} at an index halo can't "
@@ -169,7 +169,7 @@ def _storage_lets(realize: n.Realize, f) -> n.Stmt:
 
 
 def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
-    for name, inp in ctx.env.inputs.items():
+    for name in ctx.env.inputs:
         box = boxes_touched(stmt, name, calls=True)
         if box is None:
             continue

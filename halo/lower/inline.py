@@ -17,7 +17,8 @@ class _Inline(IRMutator):
                 self.ctx.compute_levels[call.name].kind != "inline":
             return call
         pure = self.ctx.env.funcs[call.name].definitions[0]
-        value = substitute(pure.value, {v.name: a for v, a in zip(pure.args, call.args)})
+        args = {v.name: a for v, a in zip(pure.args, call.args, strict=True)}
+        value = substitute(pure.value, args)
         return self.mutate(value)
 
 

@@ -245,7 +245,7 @@ def _intersect(common: list[str] | None, loops: list[str]) -> list[str]:
     if common is None:
         return list(loops)
     keep = []
-    for a, b in zip(common, loops):
+    for a, b in zip(common, loops, strict=False):  # the common prefix
         if a != b:
             break
         keep.append(a)

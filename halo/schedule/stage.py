@@ -143,7 +143,7 @@ class Schedulable(ABC):
         slots = sorted(stage.dims.index(d) for d in dims)
         rvars_before = [d.name for d in stage.dims if not d.pure]
         new = list(stage.dims)
-        for slot, d in zip(slots, dims):
+        for slot, d in zip(slots, dims, strict=True):
             new[slot] = d
         rvars_after = [d.name for d in new if not d.pure]
         if rvars_after != rvars_before:

@@ -24,28 +24,55 @@ def blur_pipeline():
 y, x, yo, xo, yi, xi, t = halo.vars("y x yo xo yi xi t")
 
 
-def _inline(bx, by): pass
-def _root(bx, by): bx.compute_root()
-def _at_y(bx, by): bx.compute_at(by, y)
-def _at_x(bx, by): bx.compute_at(by, x)
-def _split_guard(bx, by): by.split(x, xo, xi, 4, tail="guard"); bx.compute_at(by, xo)
-def _split_shift(bx, by): by.split(x, xo, xi, 5, tail="shift_inwards")
-def _split_round_up_inner(bx, by): bx.compute_root().split(x, xo, xi, 8, tail="round_up")
-def _split_auto_nested(bx, by): by.split(x, xo, xi, 8).split(xo, xo, t, 2)
-def _split_reuse_name(bx, by): by.split(x, x, xi, 3); bx.compute_at(by, x)
-def _tile(bx, by): by.tile(y, x, yo, xo, yi, xi, 4, 8); bx.compute_at(by, xo)
+def _inline(bx, by):
+    pass
+def _root(bx, by):
+    bx.compute_root()
+def _at_y(bx, by):
+    bx.compute_at(by, y)
+def _at_x(bx, by):
+    bx.compute_at(by, x)
+def _split_guard(bx, by):
+    by.split(x, xo, xi, 4, tail="guard")
+    bx.compute_at(by, xo)
+def _split_shift(bx, by):
+    by.split(x, xo, xi, 5, tail="shift_inwards")
+def _split_round_up_inner(bx, by):
+    bx.compute_root().split(x, xo, xi, 8, tail="round_up")
+def _split_auto_nested(bx, by):
+    by.split(x, xo, xi, 8).split(xo, xo, t, 2)
+def _split_reuse_name(bx, by):
+    by.split(x, x, xi, 3)
+    bx.compute_at(by, x)
+def _tile(bx, by):
+    by.tile(y, x, yo, xo, yi, xi, 4, 8)
+    bx.compute_at(by, xo)
 def _tile_store_at(bx, by):
     by.tile(y, x, yo, xo, yi, xi, 4, 8)
     bx.store_at(by, yo).compute_at(by, yi)
-def _store_root(bx, by): bx.store_root().compute_at(by, y)
-def _reorder(bx, by): by.reorder(x, y); bx.compute_root().reorder(x, y)
-def _fuse(bx, by): by.fuse(y, x, t); bx.compute_root()
-def _fuse_then_split(bx, by): by.fuse(y, x, t).split(t, t, xi, 16, tail="guard")
-def _vectorize(bx, by): by.vectorize(x, 8); bx.compute_at(by, y).vectorize(x, 4)
-def _unroll(bx, by): by.split(x, xo, xi, 3, tail="guard").unroll(xi); bx.compute_at(by, xo)
-def _unroll_n(bx, by): by.unroll(x, 2)
-def _parallel(bx, by): by.parallel(y); bx.compute_at(by, y).parallel(x)
-def _parallel_task(bx, by): by.parallel(y, 4)
+def _store_root(bx, by):
+    bx.store_root().compute_at(by, y)
+def _reorder(bx, by):
+    by.reorder(x, y)
+    bx.compute_root().reorder(x, y)
+def _fuse(bx, by):
+    by.fuse(y, x, t)
+    bx.compute_root()
+def _fuse_then_split(bx, by):
+    by.fuse(y, x, t).split(t, t, xi, 16, tail="guard")
+def _vectorize(bx, by):
+    by.vectorize(x, 8)
+    bx.compute_at(by, y).vectorize(x, 4)
+def _unroll(bx, by):
+    by.split(x, xo, xi, 3, tail="guard").unroll(xi)
+    bx.compute_at(by, xo)
+def _unroll_n(bx, by):
+    by.unroll(x, 2)
+def _parallel(bx, by):
+    by.parallel(y)
+    bx.compute_at(by, y).parallel(x)
+def _parallel_task(bx, by):
+    by.parallel(y, 4)
 def _api_md(bx, by):
     by.tile(y, x, yo, xo, yi, xi, 32, 256).parallel(yo).vectorize(xi, 8)
     bx.compute_at(by, xo).vectorize(x, 8)

@@ -22,8 +22,11 @@ def three_stage():
     return inp, a, b, out
 
 
-def _s_default(a, b, out): pass
-def _s_root(a, b, out): a.compute_root(); b.compute_root()
+def _s_default(a, b, out):
+    pass
+def _s_root(a, b, out):
+    a.compute_root()
+    b.compute_root()
 def _s_chain_at(a, b, out):
     out.tile(y, x, yo, xo, yi, xi, 8, 8)
     b.compute_at(out, yi)

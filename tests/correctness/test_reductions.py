@@ -19,15 +19,22 @@ def matmul():
     return A, B, funcs["k"], C
 
 
-def _default(C, k): pass
-def _reorder_rvar_out(C, k): C.update(0).reorder(k.x, i, j)
-def _reorder_rvar_mid(C, k): C.update(0).reorder(i, k.x, j)
+def _default(C, k):
+    pass
+def _reorder_rvar_out(C, k):
+    C.update(0).reorder(k.x, i, j)
+def _reorder_rvar_mid(C, k):
+    C.update(0).reorder(i, k.x, j)
 def _tile_update(C, k):
     C.update(0).tile(i, j, io, jo, ii, ji, 4, 8).reorder(io, jo, ii, k.x, ji)
-def _split_rvar(C, k): C.update(0).split(k.x, ko, ki, 4).unroll(ki)
-def _split_pure_stage(C, k): C.split(j, jo, ji, 5).vectorize(ji)
-def _fuse_update(C, k): C.update(0).fuse(i, j, t).parallel(t)
-def _vectorize_update(C, k): C.update(0).reorder(i, k.x, j).vectorize(j, 4)
+def _split_rvar(C, k):
+    C.update(0).split(k.x, ko, ki, 4).unroll(ki)
+def _split_pure_stage(C, k):
+    C.split(j, jo, ji, 5).vectorize(ji)
+def _fuse_update(C, k):
+    C.update(0).fuse(i, j, t).parallel(t)
+def _vectorize_update(C, k):
+    C.update(0).reorder(i, k.x, j).vectorize(j, 4)
 
 
 @pytest.mark.parametrize("sched", [_default, _reorder_rvar_out, _reorder_rvar_mid,
