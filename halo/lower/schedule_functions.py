@@ -64,11 +64,10 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
             lo, hi = n.Var(var + ".min"), n.Var(var + ".max")
             bounds[var] = (lo, n.Add(n.Sub(hi, lo), const(1)))
 
-    lets: list[tuple[str, n.Expr]] = []
-    guards: list[n.Expr] = []
+    lets: list[tuple[str, n.Expr, n.Expr | None]] = []  # (name, value, guard)
     for t in sched.transforms:
         if isinstance(t, Split):
-            _apply_split(t, ir_name, bounds, lets, guards, ctx.env.funcs[func].name, k)
+            _apply_split(t, ir_name, bounds, lets, k)
         else:
             _apply_fuse(t, prefix, ir_name, bounds, lets)
 
@@ -78,12 +77,13 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     body: n.Stmt = n.Provide(func, value, args)
     rdom = definition.rdom
     if rdom is not None and rdom.predicate is not None:
-        guards.append(substitute(rdom.predicate.node, replace))
-    for cond in reversed(guards):
-        body = n.IfThenElse(cond, body)
+        body = n.IfThenElse(substitute(rdom.predicate.node, replace), body)
     # A later transformation defines the variables an earlier one's let reads, so the
-    # earliest let is innermost.
-    for name, value in lets:
+    # earliest let is innermost. Each tail guard sits right inside the let it tests, so
+    # the lets inside it (and bounds inference) see the guarded range.
+    for name, value, guard in lets:
+        if guard is not None:
+            body = n.IfThenElse(guard, body)
         body = n.LetStmt(name, value, body)
     for d in reversed(sched.dims):
         var = ir_name[d.name]
@@ -100,7 +100,7 @@ def _initial_dims(definition: Definition, sched: StageSchedule) -> list[str]:
     return [*definition.pure_var_names(), *rvars]
 
 
-def _apply_split(t: Split, ir_name, bounds, lets, guards, func: str, k: int) -> None:
+def _apply_split(t: Split, ir_name, bounds, lets, k: int) -> None:
     old = ir_name.pop(t.old)
     outer, inner = f"{old}.{t.outer}", f"{old}.{t.inner}"
     ir_name[t.outer], ir_name[t.inner] = outer, inner
@@ -113,13 +113,15 @@ def _apply_split(t: Split, ir_name, bounds, lets, guards, func: str, k: int) -> 
     tail = t.tail if t.tail != "auto" else ("shift_inwards" if k == 0 else "guard")
     if tail == "shift_inwards":
         base = n.Min(n.Mul(o, factor), n.Sub(extent, factor))
-        lets.append((old, n.Add(n.Add(lo, base), i)))
-        if not divides and not (isinstance(extent, n.Const) and extent.value >= t.factor):
-            guards.append(n.LE(lo, n.Var(old)))  # only an extent < factor shifts below lo
+        # only an extent smaller than the factor shifts below lo
+        needs_guard = not divides and not (isinstance(extent, n.Const)
+                                           and extent.value >= t.factor)
+        lets.append((old, n.Add(n.Add(lo, base), i),
+                     n.LE(lo, n.Var(old)) if needs_guard else None))
     else:
-        lets.append((old, n.Add(n.Add(lo, n.Mul(o, factor)), i)))
-        if tail == "guard" and not divides:
-            guards.append(n.LT(n.Var(old), n.Add(lo, extent)))
+        needs_guard = tail == "guard" and not divides
+        lets.append((old, n.Add(n.Add(lo, n.Mul(o, factor)), i),
+                     n.LT(n.Var(old), n.Add(lo, extent)) if needs_guard else None))
 
 
 def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
@@ -131,8 +133,8 @@ def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
     # The clamps change no value (both results are in range by construction), but they
     # let bounds inference see the ranges, which a symbolic division hides.
     f = n.Var(fused)
-    lets.append((inner, _clamp(n.Add(lo_i, n.Mod(f, ext_i)), lo_i, ext_i)))
-    lets.append((outer, _clamp(n.Add(lo_o, n.Div(f, ext_i)), lo_o, ext_o)))
+    lets.append((inner, _clamp(n.Add(lo_i, n.Mod(f, ext_i)), lo_i, ext_i), None))
+    lets.append((outer, _clamp(n.Add(lo_o, n.Div(f, ext_i)), lo_o, ext_o), None))
 
 
 def _clamp(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:

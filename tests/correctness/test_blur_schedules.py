@@ -125,3 +125,13 @@ def test_explicit_inline_serial_and_store_root():
     bx.compute_inline()
     image = np.random.default_rng(4).random((6, 11), dtype=np.float32)
     assert_matches_reference(by, (6, 11), {inp: image}, numpy_blur(image))
+
+
+def test_guard_inside_a_shifted_split_bounds_the_writes():
+    """A guarded split of the inner loop of a shifted split, then a shifted split of the
+    outer one: the writes stay inside the output (found by random schedules)."""
+    inp, bx, by = blur_pipeline()
+    v1, v2 = halo.vars("v1 v2")
+    by.split(y, y, v1, 3).split(v1, v1, v2, 2, tail="guard").unroll(y, 2)
+    image = np.random.default_rng(5).random((11, 5), dtype=np.float32)
+    assert_matches_reference(by, (11, 5), {inp: image}, numpy_blur(image))
