@@ -1,0 +1,221 @@
+"""Regions (boxes) of a Func that a statement reads or writes.
+
+`boxes_touched(node, name)` is the smallest box (one `Interval` per dimension, outermost
+first) containing the coordinates of every `Call` to `name` (with `calls`) and/or every
+`Provide` to `name` (with `provides`) in `node`, each relaxed over the loops and lets
+around it; None if there are none. Bounds inference builds every loop bound and
+allocation from it.
+
+The walk keeps a scope of variable intervals:
+  * `For(v, min, extent)` binds v to [lo(min), hi(min + extent - 1)], the loop relaxed
+    over its whole range (bounds of those expressions in the enclosing scope);
+  * `LetStmt` and `Let` bind the name to the interval of the value;
+  * `IfThenElse(cond)` tightens, in the then branch, each variable in scope that `cond`
+    bounds (conjunctions of v < e, v <= e, e < v, e <= v, v == e), and in the else branch
+    those that the negation of `cond` bounds (negated disjunctions of the same);
+  * everything else (ProducerConsumer, Realize, Block, ...) is walked as is.
+Variables not in scope stay symbolic. For example, in
+
+    for x in range(m, m + e):
+      f[x] = g[x - 1] + g[x + 1]
+
+`boxes_touched(loop, "g")` is ([m - 1, e + m],).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import reduce
+
+from halo.analysis.interval import Interval, IntervalAnalysis
+from halo.analysis.simplify import Simplifier
+from halo.analysis.simplify.structure import StructureIds
+from halo.errors import InternalError
+from halo.ir import nodes as n
+from halo.ir.visitor import IRVisitor
+
+Box = tuple[Interval, ...]
+
+
+def box_union(a: Box | None, b: Box | None) -> Box | None:
+    """The smallest box containing both (None stands for the empty box)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if len(a) != len(b):
+        raise InternalError(f"union of boxes of {len(a)} and {len(b)} dimensions")
+    intervals = IntervalAnalysis(Simplifier())
+    return tuple(intervals.union(p, q) for p, q in zip(a, b, strict=True))
+
+
+def boxes_touched(node: n.Stmt | n.Expr, name: str, *, calls: bool = True,
+                  provides: bool = False,
+                  scope: Mapping[str, Interval] | None = None) -> Box | None:
+    """The box of `name` that `node` reads (`calls`) and/or writes (`provides`), or None
+    if it does neither (see the module docstring)."""
+    finder = _BoxFinder(name, calls, provides, dict(scope or {}))
+    finder.visit(node)
+    return finder.box
+
+
+class _Extreme:
+    """The min (or max, per `op`) of expressions added one by one, kept as candidates of
+    which the simplifier can order no two, so that a region read by thousands of calls
+    stays a shallow min/max; None once an unbounded expression was added."""
+
+    def __init__(self, op: type, simplifier: Simplifier):
+        self.op, self.simplifier = op, simplifier
+        self.candidates: list[n.Expr] | None = []
+
+    def add(self, e: n.Expr | None) -> None:
+        """Take `e` (None: unbounded) into the min/max, dropping candidates it dominates."""
+        if self.candidates is None:
+            return
+        if e is None:
+            self.candidates = None
+            return
+        kept = []
+        for c in self.candidates:
+            both = self.simplifier.expr(self.op(c, e))
+            if self.simplifier.same(both, c):
+                return  # e adds nothing
+            if not self.simplifier.same(both, e):
+                kept.append(c)
+        self.candidates = kept + [e]
+
+    def value(self) -> n.Expr | None:
+        """The min/max of everything added, simplified (None if unbounded)."""
+        if self.candidates is None:
+            return None
+        return self.simplifier.expr(reduce(self.op, self.candidates))
+
+
+class _BoxFinder(IRVisitor):
+    """Walks a statement with a scope of variable intervals, collecting the box of `name`
+    (see the module docstring)."""
+
+    def __init__(self, name: str, calls: bool, provides: bool, scope: dict[str, Interval]):
+        self.name, self.calls, self.provides = name, calls, provides
+        self.scope = scope
+        self.simplifier = Simplifier()
+        self.intervals = IntervalAnalysis(self.simplifier)
+        self.extremes: list[tuple[_Extreme, _Extreme]] | None = None
+        # Expressions already walked in the current scope, by structure: inlining repeats
+        # subexpressions, and walking a copy again would find the same boxes.
+        self.structure = StructureIds()
+        self.walked: set[int] = set()
+
+    @property
+    def box(self) -> Box | None:
+        """The box found so far, or None if `name` was not touched."""
+        if self.extremes is None:
+            return None
+        return tuple(Interval(lo.value(), hi.value()) for lo, hi in self.extremes)
+
+    def visit(self, node: n.Stmt | n.Expr) -> None:
+        if isinstance(node, n.Expr):
+            number = self.structure.of(node)
+            if number in self.walked:
+                return
+            self.walked.add(number)
+        super().visit(node)
+
+    def _bounds(self, e: n.Expr) -> Interval:
+        return self.intervals.bounds(e, self.scope)
+
+    def _record(self, args: tuple[n.Expr, ...]) -> None:
+        self._check_dimensions(len(args))
+        for (lo, hi), arg in zip(self.extremes, args, strict=True):
+            interval = self._bounds(arg)
+            lo.add(interval.min)
+            hi.add(interval.max)
+
+    def _check_dimensions(self, dimensions: int) -> None:
+        if self.extremes is None:
+            self.extremes = [(_Extreme(n.Min, self.simplifier), _Extreme(n.Max, self.simplifier))
+                             for _ in range(dimensions)]
+        if dimensions != len(self.extremes):
+            raise InternalError(f"{self.name} is accessed with {len(self.extremes)} and "
+                                f"{dimensions} coordinates")
+
+    def _visit_in(self, scope: dict[str, Interval], node: n.Stmt | n.Expr) -> None:
+        saved = self.scope, self.walked
+        self.scope, self.walked = scope, set()
+        try:
+            self.visit(node)
+        finally:
+            self.scope, self.walked = saved
+
+    def visit_Call(self, e: n.Call) -> None:
+        if self.calls and e.name == self.name and e.kind is not n.CallKind.MATH:
+            self._record(e.args)
+        self.visit_children(e)
+
+    def visit_Provide(self, s: n.Provide) -> None:
+        if self.provides and s.name == self.name:
+            self._record(s.args)
+        self.visit_children(s)
+
+    def visit_For(self, s: n.For) -> None:
+        self.visit(s.min)
+        self.visit(s.extent)
+        last = n.Sub(n.Add(s.min, s.extent), n.const(1, s.min.type))
+        loop = Interval(self._bounds(s.min).min, self._bounds(last).max)
+        self._visit_in({**self.scope, s.name: loop}, s.body)
+
+    def visit_LetStmt(self, s: n.LetStmt) -> None:
+        self._visit_let(s.name, s.value, s.body)
+
+    def visit_Let(self, e: n.Let) -> None:
+        self._visit_let(e.name, e.value, e.body)
+
+    def _visit_let(self, name: str, value: n.Expr, body: n.Stmt | n.Expr) -> None:
+        self.visit(value)
+        self._visit_in({**self.scope, name: self._bounds(value)}, body)
+
+    def visit_IfThenElse(self, s: n.IfThenElse) -> None:
+        self.visit(s.condition)
+        self._visit_in(self._tightened(s.condition, True), s.then_case)
+        if s.else_case is not None:
+            self._visit_in(self._tightened(s.condition, False), s.else_case)
+
+    # --------------------------------------------------------------- conditions as bounds
+
+    def _tightened(self, cond: n.Expr, truth: bool) -> dict[str, Interval]:
+        """The scope, with the variables that `cond == truth` bounds narrowed."""
+        scope = dict(self.scope)
+        for var, bound in self._facts(cond, truth):
+            scope[var] = self.intervals.intersect(scope[var], bound)
+        return scope
+
+    def _facts(self, cond: n.Expr, truth: bool) -> list[tuple[str, Interval]]:
+        """(variable, interval it lies in) for each bound that `cond == truth` implies."""
+        match cond:
+            case n.Not(a=a) if a.type.is_bool:
+                return self._facts(a, not truth)
+            case n.And(a=a, b=b) if truth:
+                return self._facts(a, True) + self._facts(b, True)
+            case n.Or(a=a, b=b) if not truth:
+                return self._facts(a, False) + self._facts(b, False)
+            case n.LT(a=a, b=b) | n.LE(a=a, b=b) if a.type.is_integer:
+                strict = isinstance(cond, n.LT)
+                if not truth:  # not (a < b) is b <= a; not (a <= b) is b < a
+                    a, b, strict = b, a, not strict
+                return self._order_facts(a, b, strict)
+            case n.EQ(a=a, b=b) if truth and a.type.is_integer:
+                return self._order_facts(a, b, False) + self._order_facts(b, a, False)
+        return []
+
+    def _order_facts(self, a: n.Expr, b: n.Expr, strict: bool) -> list[tuple[str, Interval]]:
+        """Bounds implied by a < b (strict) or a <= b on a Var side in scope."""
+        one = n.const(1 if strict else 0, a.type)
+        facts = []
+        if isinstance(a, n.Var) and a.name in self.scope:
+            hi = self._bounds(b).max
+            if hi is not None:
+                facts.append((a.name, Interval(None, self.simplifier.expr(n.Sub(hi, one)))))
+        if isinstance(b, n.Var) and b.name in self.scope:
+            lo = self._bounds(a).min
+            if lo is not None:
+                facts.append((b.name, Interval(self.simplifier.expr(n.Add(lo, one)), None)))
+        return facts

@@ -1,0 +1,256 @@
+"""The simplifier driver: bottom-up rewriting with the rule tables, plus statement rules.
+
+`simplify(node)` returns an equivalent Expr or Stmt; `can_prove(cond)` says whether `cond`
+simplifies to the constant true. Equivalence is under the semantics of nodes.py, with one
+assumption, the one Halide makes for index arithmetic: int32 and int64 expressions don't
+overflow. Rules that rely on it are in the NO_OVERFLOW domain; narrower and unsigned
+integers wrap, and for them only rules exact under wraparound apply (pattern.py).
+
+Expressions: operands are simplified first; a node whose operands are all constants folds
+(fold.py, complete for every operator); commutative operators get their constant operand
+on the right (and integer Vars in name order); then the first rule of the node's table
+(arith.py, minmax.py, compare.py, cast.py) that applies rewrites it, and the result is
+simplified again. Inside a `For` with constant bounds, or under a `LetStmt`/`Let`, the
+variable's constant range is known, and rules that consult bounds use it.
+
+Statements (never moved across one another, so nothing crosses a Load or Store):
+  * For: an extent <= 0, or an empty body, is a no-op; a serial loop of extent 1 becomes
+    `LetStmt(var, min, body)`; other kinds keep their loops.
+  * IfThenElse with a constant condition is the chosen branch; empty branches go.
+  * LetStmt / Let bound to a Const or a Var is substituted; unused, it is dropped.
+  * Block drops no-ops (`nodes.block`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import overload
+
+from halo.analysis.simplify import arith, cast, compare, minmax
+from halo.analysis.simplify.const_bounds import Bounds, ConstBounds, type_bounds
+from halo.analysis.simplify.fold import fold, foldable
+from halo.analysis.simplify.linear import LinearForm, LinearForms
+from halo.analysis.simplify.pattern import COMMUTATIVE, RuleTable
+from halo.analysis.simplify.structure import StructureIds
+from halo.ir import nodes as n
+from halo.ir.substitute import substitute, uses_var
+from halo.ir.visitor import IRMutator, Node
+
+RULES = RuleTable(arith.RULES, minmax.RULES, compare.RULES, cast.RULES)
+
+
+@overload
+def simplify(node: n.Expr) -> n.Expr: ...
+@overload
+def simplify(node: n.Stmt) -> n.Stmt: ...
+
+
+def simplify(node: n.Expr | n.Stmt) -> n.Expr | n.Stmt:
+    """An equivalent, simplified `node` (see the module docstring for what that means)."""
+    return Simplifier().mutate(node)
+
+
+def can_prove(cond: n.Expr) -> bool:
+    """True only when `cond` simplifies to the constant true (False means "don't know")."""
+    return is_const_true(simplify(cond))
+
+
+def is_const_true(e: n.Expr) -> bool:
+    """Whether `e` is the bool constant true."""
+    return isinstance(e, n.Const) and e.type.is_bool and e.value == 1
+
+
+def _is_no_op(s: n.Stmt | None) -> bool:
+    return s is None or s == n.NO_OP
+
+
+def _canonical_order(e: n.Expr) -> n.Expr:
+    """Commutative operands with a constant on the right, and integer Vars in name order.
+    Float min/max keep their order: np.minimum(0.0, -0.0) is -0.0 but np.minimum(-0.0,
+    0.0) is 0.0."""
+    if type(e) not in COMMUTATIVE or (isinstance(e, (n.Min, n.Max)) and e.type.is_float):
+        return e
+    a, b = e.a, e.b
+    swap = isinstance(a, n.Const) and not isinstance(b, n.Const)
+    swap |= (a.type.is_integer and isinstance(a, n.Var) and isinstance(b, n.Var)
+             and a.name > b.name)
+    return type(e)(b, a) if swap else e
+
+
+class Simplifier(IRMutator):
+    """Simplifies statements and expressions (`mutate`; `expr` for an expression). One
+    instance may serve many calls on IR that shares subtrees: results are memoized by node
+    identity (the memo keeps the nodes alive, so identities stay unique) per scope of
+    known variable ranges. `simplify` uses a fresh one per call."""
+
+    def __init__(self) -> None:
+        self._scope: dict[str, Bounds] = {}
+        self._memo: dict[int, tuple[n.Expr, n.Expr]] = {}
+        self._const_bounds = ConstBounds(self._scope)
+        self._structure = StructureIds()
+        self._linear_forms = LinearForms(self._structure)
+
+    # ---------------------------------------------------- what rules may ask (pattern.Analysis)
+
+    def bounds(self, e: n.Expr) -> Bounds:
+        """Constant bounds of an integer or bool expression in the current scope."""
+        return self._const_bounds.of(e)
+
+    def linear(self, e: n.Expr) -> LinearForm:
+        """The exact linear form of an integer expression."""
+        return self._linear_forms.of(e)
+
+    def form_bounds(self, form: LinearForm) -> Bounds:
+        """Exact constant bounds of a linear form, from the bounds of its atoms."""
+        form = self._linear_forms.with_remainders(form)
+        lo = hi = form.constant
+        for atom, k in form.terms.items():
+            alo, ahi = self.bounds(atom.expr)
+            lo += k * (alo if k > 0 else ahi)
+            hi += k * (ahi if k > 0 else alo)
+        return lo, hi
+
+    def recombine_div_mod(self, form: LinearForm) -> LinearForm:
+        """`form` with k*c*(y // c) + k*(y % c) replaced by k*y."""
+        return self._linear_forms.recombine_div_mod(form)
+
+    def same(self, a: n.Expr, b: n.Expr) -> bool:
+        """Whether `a` and `b` are structurally identical (float constants bit for bit)."""
+        return self._structure.same(a, b)
+
+    # ------------------------------------------------------------------------ expressions
+
+    def mutate(self, node: Node) -> Node:
+        if isinstance(node, n.Expr):
+            return self.expr(node)
+        return super().mutate(node)
+
+    def expr(self, e: n.Expr) -> n.Expr:
+        """The simplified form of `e`."""
+        if isinstance(e, (n.Const, n.Var)):
+            return e
+        hit = self._memo.get(id(e))
+        if hit is not None:
+            return hit[1]
+        if isinstance(e, n.Let):
+            result = self._let(e)
+        else:
+            result = self._rewrite(self._with_simplified_operands(e))
+        self._memo[id(e)] = (e, result)
+        self._memo[id(result)] = (result, result)
+        return result
+
+    def _with_simplified_operands(self, e: n.Expr) -> n.Expr:
+        """`e` with its operands simplified (the same node if none changed). This is
+        `mutate_children` unrolled: two Python frames per level of expression instead of
+        four, so deeper expressions fit in the recursion limit, and it is faster."""
+        match e:
+            case n.BinaryOp(a=a, b=b):
+                sa, sb = self.expr(a), self.expr(b)
+                return e if sa is a and sb is b else type(e)(sa, sb)
+            case n.Not(a=a):
+                sa = self.expr(a)
+                return e if sa is a else n.Not(sa)
+            case n.Cast(type=t, value=v):
+                sv = self.expr(v)
+                return e if sv is v else n.Cast(t, sv)
+            case n.Select(condition=c, true_value=a, false_value=b):
+                sc, sa, sb = self.expr(c), self.expr(a), self.expr(b)
+                return e if sc is c and sa is a and sb is b else n.Select(sc, sa, sb)
+        return self.mutate_children(e)
+
+    def _rewrite(self, e: n.Expr) -> n.Expr:
+        """`e`, whose operands are simplified, rewritten by folding or by the first rule
+        that applies."""
+        if foldable(e):
+            return fold(e)
+        e = _canonical_order(e)
+        for result in RULES.rewrites(e, self):
+            if not self.same(result, e):
+                return self.expr(result)
+        return e
+
+    def _let(self, e: n.Let) -> n.Expr:
+        value = self.expr(e.value)
+        if isinstance(value, (n.Const, n.Var)):
+            return self.expr(substitute(e.body, {e.name: value}))
+        with self._bound(e.name, value):
+            body = self.expr(e.body)
+        if not uses_var(body, e.name):
+            return body
+        if value is e.value and body is e.body:
+            return e
+        return n.Let(e.name, value, body)
+
+    @contextmanager
+    def _bound(self, name: str, value: n.Expr, bounds: Bounds | None = None) -> Iterator[None]:
+        """Simplify with the variable `name`, of `value`'s type, known to lie in `bounds`
+        (by default the constant bounds of `value`), when that says anything."""
+        if value.type.is_float:
+            yield
+            return
+        if bounds is None:
+            bounds = self.bounds(value)
+        if bounds == type_bounds(value.type):
+            yield
+            return
+        saved = self._scope, self._memo, self._const_bounds
+        self._scope = {**self._scope, name: bounds}
+        self._memo = {}
+        self._const_bounds = ConstBounds(self._scope)
+        try:
+            yield
+        finally:
+            self._scope, self._memo, self._const_bounds = saved
+
+    # ------------------------------------------------------------------------- statements
+
+    def visit_For(self, s: n.For) -> n.Stmt:
+        lo, extent = self.expr(s.min), self.expr(s.extent)
+        if isinstance(extent, n.Const) and extent.value <= 0:
+            return n.NO_OP
+        if s.kind is n.ForKind.SERIAL and isinstance(extent, n.Const) and extent.value == 1:
+            return self.mutate(n.LetStmt(s.name, lo, s.body))
+        (min_lo, min_hi), (_, extent_hi) = self.bounds(lo), self.bounds(extent)
+        with self._bound(s.name, lo, (min_lo, min_hi + extent_hi - 1)):
+            body = self.mutate(s.body)
+        if _is_no_op(body):
+            return n.NO_OP
+        if lo is s.min and extent is s.extent and body is s.body:
+            return s
+        return n.For(s.name, lo, extent, s.kind, body)
+
+    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
+        value = self.expr(s.value)
+        if isinstance(value, (n.Const, n.Var)):
+            return self.mutate(substitute(s.body, {s.name: value}))
+        with self._bound(s.name, value):
+            body = self.mutate(s.body)
+        if not uses_var(body, s.name):
+            return body
+        if value is s.value and body is s.body:
+            return s
+        return n.LetStmt(s.name, value, body)
+
+    def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
+        cond = self.expr(s.condition)
+        if isinstance(cond, n.Const):
+            chosen = s.then_case if cond.value else s.else_case
+            return n.NO_OP if chosen is None else self.mutate(chosen)
+        then_case = self.mutate(s.then_case)
+        else_case = None if s.else_case is None else self.mutate(s.else_case)
+        if _is_no_op(else_case):
+            else_case = None
+        if _is_no_op(then_case):
+            if else_case is None:
+                return n.NO_OP
+            return n.IfThenElse(self.expr(n.Not(cond)), else_case)
+        if cond is s.condition and then_case is s.then_case and else_case is s.else_case:
+            return s
+        return n.IfThenElse(cond, then_case, else_case)
+
+    def visit_Block(self, s: n.Block) -> n.Stmt:
+        stmts = [self.mutate(c) for c in s.stmts]
+        if all(a is b for a, b in zip(stmts, s.stmts, strict=True)):
+            return s
+        return n.block(*stmts)

@@ -1,0 +1,78 @@
+"""Structural numbering of expressions (hash-consing).
+
+IR nodes hash and compare structurally, but recompute it recursively every time, which
+makes dict keys of big subexpressions cost their size on every lookup.
+`StructureIds.of(e)` numbers expressions once, bottom-up, memoized by node identity, so
+that two expressions get the same number iff they are structurally identical: like `==`,
+except that float constants must also agree in sign (0.0 and -0.0 differ). The
+simplifier keys linear-form atoms by these numbers and uses them to match repeated
+wildcards and to notice when a rewrite changed nothing.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from functools import cache
+
+from halo.ir import nodes as n
+
+
+@cache
+def _field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls))
+
+
+def _expr_fields(e: n.Expr) -> list[n.Expr]:
+    """The expressions directly inside `e` (Call arguments included)."""
+    found = []
+    for name in _field_names(type(e)):
+        value = getattr(e, name)
+        if isinstance(value, n.Expr):
+            found.append(value)
+        elif isinstance(value, tuple):
+            found.extend(v for v in value if isinstance(v, n.Expr))
+    return found
+
+
+class StructureIds:
+    """Numbers of expressions by structure (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._by_object: dict[int, tuple[n.Expr, int]] = {}
+        self._by_structure: dict[tuple, int] = {}
+
+    def of(self, e: n.Expr) -> int:
+        """The number of `e`'s structure."""
+        hit = self._by_object.get(id(e))
+        if hit is not None:
+            return hit[1]
+        # Iterative post-order, so that deep expressions don't exhaust the Python stack.
+        stack = [e]
+        while stack:
+            node = stack[-1]
+            if id(node) in self._by_object:
+                stack.pop()
+                continue
+            pending = [c for c in _expr_fields(node) if id(c) not in self._by_object]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            key = (type(node),) + tuple(self._field_key(getattr(node, name))
+                                        for name in _field_names(type(node)))
+            number = self._by_structure.setdefault(key, len(self._by_structure))
+            self._by_object[id(node)] = (node, number)  # keeps node alive: its id stays unique
+        return self._by_object[id(e)][1]
+
+    def same(self, a: n.Expr, b: n.Expr) -> bool:
+        """Whether `a` and `b` are structurally identical."""
+        return a is b or self.of(a) == self.of(b)
+
+    def _field_key(self, value: object) -> object:
+        if isinstance(value, n.Expr):
+            return self._by_object[id(value)][1]
+        if isinstance(value, tuple):
+            return tuple(self._field_key(v) for v in value)
+        if isinstance(value, float):
+            return (value, math.copysign(1.0, value))
+        return value
