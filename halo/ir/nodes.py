@@ -2,7 +2,10 @@
 
 Semantics (what every backend and the reference interpreter agree on):
 
-* Integers wrap around on overflow (two's complement), at the width of their type.
+* Integers of 8 and 16 bits, and unsigned integers, wrap around on overflow (two's
+  complement), at the width of their type. Signed 32- and 64-bit arithmetic must not
+  overflow: as in Halide, the simplifier assumes it doesn't (so `(x * 4) // 4 == x` and
+  `x + 1 < x + 3`), and its result is unspecified if it does.
 * `Div` on integers is floor division and `Mod` is floor modulo (Python: the result of
   `Mod` has the sign of the divisor). Integer division or modulo by zero gives 0.
   `Div` on floats is IEEE division; `Mod` on floats is `a - b * floor(a / b)`.

@@ -137,7 +137,8 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
         case n.ProducerConsumer(name=name, produce=p, consume=c):
             out.append(f"{pad}produce {name}:")
             _stmt(p, ind + 1, out)
-            _stmt(c, ind, out)
+            if c != n.NO_OP:  # an output that nothing reads consumes nothing
+                _stmt(c, ind, out)
         case _:
             raise TypeError(f"not a statement: {s!r}")
 

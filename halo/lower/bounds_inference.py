@@ -5,7 +5,8 @@ undefined names `f.s{k}.{v}.min` / `.max`; Realize nodes have no bounds). Output
 Stmt with
   * at the top, for each output `o` (whose region is the output buffer, `o.min.{i}` /
     `o.extent.{i}`), lets for its stages' bounds;
-  * around each `ProducerConsumer(f)`, lets for the bounds of f's stages: updates cover
+  * around the loop level where f is computed, lets for the bounds of f's stages (a
+    consumer's outside its producers', so theirs can name it): updates cover
     the region that the consume part reads (as intervals over the loops inside the
     compute level); the pure stage also covers everything the updates write or read;
     `f.bound(...)` overrides a dimension;
@@ -44,9 +45,8 @@ class RegionCheck:
 
 
 def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
-    for name in reversed(ctx.realized()):
-        stmt = _At(n.ProducerConsumer, name, lambda pc, nm=name: _compute_lets(pc, nm, ctx)
-                   ).mutate(stmt)
+    for name in reversed(ctx.realized()):  # consumers first: their lets end up outside
+        stmt = _AtLevel(name, lambda pc, nm=name: _compute_lets(pc, nm, ctx)).at_level(stmt)
         stmt = _At(n.Realize, name, lambda r, nm=name: _storage_lets(r, ctx.env.funcs[nm])
                    ).mutate(stmt)
     lets: list[tuple[str, n.Expr]] = []
@@ -71,6 +71,48 @@ class _At(IRMutator):
         return super().mutate(node)
 
 
+class _AtLevel(IRMutator):
+    """Put the lets `fn(producer_consumer)` returns at the loop level where Func `name` is
+    computed (the body of a For, or the root): inside the lets and storage already placed
+    there, which belong to its consumers (processed first), and outside every produce
+    block of the level. So a producer's bounds can name its consumers' bounds instead of
+    repeating their expressions."""
+
+    def __init__(self, name: str, fn):
+        self.name, self.fn = name, fn
+
+    def at_level(self, body: n.Stmt) -> n.Stmt:
+        pc = _computed_here(body, self.name)
+        return self.mutate(body) if pc is None else _insert(body, self.fn(pc))
+
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        body = self.at_level(loop.body)
+        return loop if body is loop.body else \
+            n.For(loop.name, loop.min, loop.extent, loop.kind, body)
+
+
+def _insert(body: n.Stmt, lets: list[tuple[str, n.Expr]]) -> n.Stmt:
+    """`body` with `lets` placed below its leading LetStmts and Realizes."""
+    match body:
+        case n.LetStmt(name=name, value=value, body=inner):
+            return n.LetStmt(name, value, _insert(inner, lets))
+        case n.Realize(name=name, type=t, bounds=bounds, body=inner, scope=scope):
+            return n.Realize(name, t, bounds, _insert(inner, lets), scope)
+    return _wrap(lets, body)
+
+
+def _computed_here(stmt: n.Stmt, name: str) -> n.ProducerConsumer | None:
+    """The ProducerConsumer of `name` if it is at this loop level (not inside a For)."""
+    match stmt:
+        case n.ProducerConsumer() if stmt.name == name:
+            return stmt
+        case n.ProducerConsumer(consume=body) | n.LetStmt(body=body) | n.Realize(body=body):
+            return _computed_here(body, name)
+        case n.Block(stmts=stmts):
+            return next((pc for s in stmts if (pc := _computed_here(s, name))), None)
+    return None
+
+
 def _wrap(lets: list[tuple[str, n.Expr]], body: n.Stmt) -> n.Stmt:
     for name, value in reversed(lets):
         body = n.LetStmt(name, value, body)
@@ -92,7 +134,7 @@ def _stage_lets(name: str, pure_region, required, ctx: LowerContext):
     return lets
 
 
-def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext) -> n.Stmt:
+def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext):
     f = ctx.env.funcs[name]
     required = boxes_touched(pc.consume, name, calls=True)
     if required is None:
@@ -117,8 +159,7 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext) -> n.Stm
                     "cover (e.g. halo.clamp(idx, 0, bins - 1))")
             pure_region.append(Interval.union(req, iv))
     lets = _stage_lets(name, pure_region, required, ctx)
-    lets = [(nm, simplify(v)) for nm, v in lets]
-    return _wrap(lets, pc)
+    return [(nm, simplify(v)) for nm, v in lets]
 
 
 def _output_region(f) -> list[Interval]:
