@@ -6,10 +6,10 @@ will touch, and runs it on NumPy arrays without copying them.
 """
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from numbers import Integral
 
 import numpy as np
 
@@ -37,10 +37,16 @@ class Target:
         if self.name == "cuda":
             raise HaloError("the 'cuda' target is not available in this version of halo; "
                             "use target='host'")
+        if self.threads is not None and not (isinstance(self.threads, Integral)
+                                             and self.threads >= 1):
+            raise HaloError(f"Target(threads={self.threads!r}): threads must be a positive "
+                            "integer, or None for the default")
 
     @property
     def num_threads(self) -> int:
-        return self.threads or int(os.environ.get("HALO_NUM_THREADS", 0)) or os.cpu_count() or 1
+        # Imported here, like the backend in Kernel, so that `import halo` loads no LLVM.
+        from halo.backends.llvm.parallel import default_num_threads
+        return self.threads or default_num_threads()
 
     @staticmethod
     def of(target: str | Target) -> Target:
@@ -115,8 +121,11 @@ class Kernel:
         args = [Argument(b, "buffer", self._buffer_type(b)) for b in buffers]
         args += [Argument(s, "scalar", env.params[s].type if s in env.params else
                           n.Var(s).type) for s in scalars]
-        self.function = _cache.get((str(lowered), target),
-                                   lambda: compile_function("halo_pipeline", lowered.stmt, args))
+        # Keyed by the thread count itself, which the code embeds, not by how it was chosen.
+        threads = target.num_threads
+        self.function = _cache.get(
+            (str(lowered), replace(target, threads=threads)),
+            lambda: compile_function("halo_pipeline", lowered.stmt, args, num_threads=threads))
         self.buffer_names = buffers
 
     def _buffer_type(self, name: str):
@@ -134,6 +143,7 @@ class Kernel:
     def _run(self, shape, out, origin, inputs, named) -> list[np.ndarray]:
         env = self.lowered.env
         arrays, scalars = bind(env, inputs, **named)
+        arrays = {name: _unit_last_stride(a) for name, a in arrays.items()}
         outs = self._outputs(shape, out)
         ndim = outs[0].ndim
         origin = tuple(origin) if origin is not None else (0,) * ndim
@@ -165,6 +175,10 @@ class Kernel:
                                      f"{f.type} NumPy array, got {_describe(arr)}")
                 if not arr.flags.writeable:
                     raise InputError(f"out= for {f.name} is read-only")
+                if _unit_last_stride(arr) is not arr:
+                    raise InputError(f"out= for {f.name} must have consecutive elements "
+                                     "in its last dimension (a view like a[:, ::2] or a.T "
+                                     "isn't); pass a C-contiguous array")
             if len({a.shape for a in outs}) > 1:
                 raise InputError("all outputs of a Pipeline must have the same shape")
             return outs
@@ -191,6 +205,14 @@ class Kernel:
                 continue  # nothing is accessed
             if lo < lo_ok or hi > lo_ok + extent - 1:
                 raise describe(check, lo, hi, lo_ok, extent)
+
+
+def _unit_last_stride(a: np.ndarray) -> np.ndarray:
+    """`a`, or a C-contiguous copy when its last dimension isn't contiguous: compiled code
+    assumes neighbouring last indices are neighbouring elements (dense vector access)."""
+    if a.ndim == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize:
+        return a
+    return np.ascontiguousarray(a)
 
 
 def _evaluate(e: n.Expr, consts: dict[str, n.Expr]) -> int:

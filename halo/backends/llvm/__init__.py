@@ -1,7 +1,8 @@
 """The native CPU backend: lowered halo IR -> LLVM IR (llvmlite) -> machine code (MCJIT).
 
-`compile_function(name, body, args)` returns a `CompiledFunction` that runs on NumPy
-arrays and scalars; `Argument` describes one of its parameters.
+`compile_function(name, body, args, num_threads=None)` returns a `CompiledFunction` that
+runs on NumPy arrays and scalars, its parallel loops on libgomp's threads; `Argument`
+describes one of its parameters.
 """
 from halo.backends.llvm.codegen import Argument
 from halo.backends.llvm.compiler import compile_function

@@ -11,8 +11,9 @@ Output: an `ir.Module` holding one function
 
 with its parameters in `Argument` order: a `noalias` pointer per buffer (every buffer
 argument is distinct memory; the runtime checks it) and a value per scalar (float16 as its
-`i16` bits, see `llvm_types.parameter_type`). Operators get their semantics from
-`arithmetic.py`; this module owns control flow, scopes and memory.
+`i16` bits, see `llvm_types.parameter_type`), plus an internal task function per parallel
+loop. Operators get their semantics from `arithmetic.py`, parallel loops their closures and
+libgomp calls from `parallel.py`; this module owns control flow, scopes and memory.
 """
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import Literal, NamedTuple
 
 from llvmlite import ir
 
-from halo.backends.llvm import arithmetic
+from halo.backends.llvm import arithmetic, parallel
 from halo.backends.llvm.llvm_types import (
     BYTE,
     INDEX,
@@ -53,8 +54,10 @@ class Argument:
         value_type(self.type)  # raises for types the backend can't represent
 
 
-def generate_module(name: str, body: n.Stmt, args: Sequence[Argument]) -> ir.Module:
-    """An LLVM module defining `void name(args...)` that runs `body`."""
+def generate_module(name: str, body: n.Stmt, args: Sequence[Argument],
+                    num_threads: int) -> ir.Module:
+    """An LLVM module defining `void name(args...)` that runs `body`, its parallel loops on
+    teams of `num_threads` threads."""
     names = [a.name for a in args]
     duplicates = sorted({x for x in names if names.count(x) > 1})
     if duplicates:
@@ -63,7 +66,9 @@ def generate_module(name: str, body: n.Stmt, args: Sequence[Argument]) -> ir.Mod
     signature = ir.FunctionType(
         ir.VoidType(), [POINTER if a.kind == "buffer" else parameter_type(a.type) for a in args])
     function = ir.Function(module, signature, name)
-    _FunctionEmitter(function, args).emit(body)
+    emitter = _FunctionEmitter(function, num_threads)
+    emitter.bind_arguments(args)
+    emitter.emit(body)
     return module
 
 
@@ -86,6 +91,15 @@ def _bound(scope: dict[str, _Binding], name: str, binding: _Binding) -> Iterator
             del scope[name]
         else:
             scope[name] = shadowed
+
+
+def _loop_type(loop: n.For) -> Type:
+    """The integer type of `loop`'s counter, which its min and extent share."""
+    t = loop.min.type
+    if not t.is_integer or loop.extent.type != t:
+        raise InternalError(f"loop {loop.name!r} has bounds of types {t} and "
+                            f"{loop.extent.type}; expected one integer type")
+    return t
 
 
 # IR operator -> the function of arithmetic.py that implements its semantics
@@ -111,8 +125,9 @@ class _FunctionEmitter:
     """Emits the body of one function. Statements and expressions dispatch by node class
     name to `_stmt_<Class>` and `_expr_<Class>`."""
 
-    def __init__(self, function: ir.Function, args: Sequence[Argument]):
+    def __init__(self, function: ir.Function, num_threads: int):
         self._function = function
+        self._num_threads = num_threads
         # The entry block holds the stack allocations and the decoding of parameters, so
         # each `alloca` runs once; it branches to the code of the body once that is done.
         self._entry = ir.IRBuilder(function.append_basic_block("entry"))
@@ -120,7 +135,14 @@ class _FunctionEmitter:
         self._builder = ir.IRBuilder(self._body_start)
         self._scalars: dict[str, _Binding] = {}
         self._buffers: dict[str, _Binding] = {}
-        for arg, parameter in zip(args, function.args, strict=True):
+        # Every other loop kind runs serially until its own emitter joins this table:
+        # nodes.py promises that the kind never changes the result, only the speed.
+        self._loop_emitters = {kind: self._serial_loop for kind in n.ForKind}
+        self._loop_emitters[n.ForKind.PARALLEL] = self._parallel_loop
+
+    def bind_arguments(self, args: Sequence[Argument]) -> None:
+        """Name the function's parameters after `args` and bring them into scope."""
+        for arg, parameter in zip(args, self._function.args, strict=True):
             parameter.name = arg.name
             if arg.kind == "buffer":
                 parameter.add_attribute("noalias")
@@ -130,12 +152,12 @@ class _FunctionEmitter:
                 if parameter.type != value_type(arg.type):
                     value = self._entry.bitcast(parameter, value_type(arg.type))
                 self._scalars[arg.name] = _Binding(arg.type, value)
-        # Every loop kind runs serially until its own emitter joins this table: nodes.py
-        # promises that the kind never changes the result, only the speed.
-        self._loop_emitters = {kind: self._serial_loop for kind in n.ForKind}
 
     def emit(self, body: n.Stmt) -> None:
         self._stmt(body)
+        self._finish()
+
+    def _finish(self) -> None:
         self._builder.ret_void()
         self._entry.branch(self._body_start)
 
@@ -181,14 +203,13 @@ class _FunctionEmitter:
         self._loop_emitters[s.kind](s)
 
     def _serial_loop(self, loop: n.For) -> None:
-        """for (name = min, end = min + extent; name < end; name++) body"""
-        t = loop.min.type
-        if not t.is_integer or loop.extent.type != t:
-            raise InternalError(f"loop {loop.name!r} has bounds of types {t} and "
-                                f"{loop.extent.type}; expected one integer type")
+        t = _loop_type(loop)
+        self._counted_loop(loop, t, self._expr(loop.min), self._expr(loop.extent))
+
+    def _counted_loop(self, loop: n.For, t: Type, start: ir.Value, extent: ir.Value) -> None:
+        """for (name = start, end = start + extent; name < end; name++) loop.body"""
         b = self._builder
-        start = self._expr(loop.min)
-        end = b.add(start, self._expr(loop.extent))
+        end = b.add(start, extent)
         preheader = b.block
         header = self._function.append_basic_block(f"{loop.name}.loop")
         body = self._function.append_basic_block(f"{loop.name}.body")
@@ -211,6 +232,36 @@ class _FunctionEmitter:
         b.branch(header)
 
         b.position_at_end(exit_block)
+
+    def _parallel_loop(self, loop: n.For) -> None:
+        """The body runs in a task function on a team of threads, each thread on its own
+        chunk of the iterations; parallel.py describes the task and its closure."""
+        t = _loop_type(loop)
+        start, extent = self._expr(loop.min), self._expr(loop.extent)
+        closure = parallel.Closure(loop, value_type(t),
+                                   {name: s.value for name, s in self._scalars.items()},
+                                   {name: s.value for name, s in self._buffers.items()})
+        task = parallel.declare_task(self._function.module,
+                                     f"{self._function.name}.{loop.name}.task")
+        self._emit_task(task, closure, loop, t)
+        b = self._builder
+        # An empty loop wakes no threads; the chunk arithmetic relies on extent > 0.
+        with b.if_then(arithmetic.less_than(b, t, ir.Constant(start.type, 0), extent)):
+            parallel.run_on_threads(b, task, closure.pack(self._entry, b, start, extent),
+                                    self._num_threads)
+
+    def _emit_task(self, task: ir.Function, closure: parallel.Closure, loop: n.For,
+                   t: Type) -> None:
+        """The code of `task`: unpack `closure`, then run this thread's chunk of `loop`."""
+        emitter = _FunctionEmitter(task, self._num_threads)
+        start, extent, scalars, buffers = closure.unpack(emitter._entry, task.args[0])
+        emitter._scalars = {name: _Binding(self._scalars[name].type, value)
+                            for name, value in scalars.items()}
+        emitter._buffers = {name: _Binding(self._buffers[name].type, value)
+                            for name, value in buffers.items()}
+        first, count = parallel.this_threads_chunk(emitter._builder, extent)
+        emitter._counted_loop(loop, t, emitter._builder.add(start, first), count)
+        emitter._finish()
 
     def _stmt_Store(self, s: n.Store) -> None:
         buffer = self._buffer(s.name)

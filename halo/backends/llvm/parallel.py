@@ -1,0 +1,173 @@
+"""Parallel loops on OpenMP's thread pool: the loop body outlined into a task function that
+libgomp's `GOMP_parallel` runs on every thread of a team.
+
+A parallel loop in function `f`
+
+    for v in parallel(min, extent):
+      body
+
+compiles to a call into libgomp and a new function, the task:
+
+    f(...):                                   f.v.task(ptr closure):       # on each thread
+      if extent > 0:                            min, extent, s..., b... = *closure
+        closure = {min, extent, s..., b...}     first, count = this thread's chunk
+        GOMP_parallel(f.v.task, &closure,       for v in [min + first, min + first + count):
+                      num_threads, 0)             body
+
+The closure is a struct in `f`'s stack frame; it outlives the threads' use of it, since
+`GOMP_parallel` returns only once every thread has finished. Its layout is
+
+    { T min, T extent, s0, s1, ..., ptr b0, ptr b1, ... }
+
+with T the loop's integer type, then the scalars the body reads from outside it (scalar
+arguments, lets, enclosing loop variables) in their register types, then the addresses of
+the buffers it loads from or stores to (buffer arguments and allocations), each group
+sorted by name. Only what the body uses is captured.
+
+The schedule is static: of the team's `threads = omp_get_num_threads()` threads, thread
+`t = omp_get_thread_num()` runs the t-th of `threads` contiguous chunks, the first
+`extent % threads` of them one iteration longer than the others; when extent < threads the
+remaining threads get empty chunks. Nested parallel loops work: with nesting off (libgomp's
+default) a region met inside another runs on a team of one, whose chunk is the whole loop.
+
+Allocations in the body belong to the task: a stack allocation is an `alloca` in the task's
+entry block, so one per thread; a heap allocation is a malloc and free per iteration.
+
+libgomp doesn't survive `fork`: a child forked after a parallel loop ran waits forever in
+its own first parallel loop. Processes that run kernels in children should start them with
+multiprocessing's "spawn" or "forkserver" method.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import os
+from collections.abc import Mapping
+from functools import cache
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+from halo.backends.llvm.llvm_types import INDEX, POINTER
+from halo.errors import HaloError
+from halo.ir import nodes as n
+from halo.ir.substitute import free_vars
+from halo.ir.visitor import walk
+
+# Debian and Ubuntu's path, for when ctypes.util.find_library can't search (no ldconfig)
+_LIBGOMP_FALLBACK = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
+_INT = ir.IntType(32)  # C's int and unsigned in libgomp's signatures
+_TASK_TYPE = ir.FunctionType(ir.VoidType(), [POINTER])
+
+
+def default_num_threads() -> int:
+    """The thread count when none is given: HALO_NUM_THREADS if set, else every core."""
+    setting = os.environ.get("HALO_NUM_THREADS", "").strip()
+    if not setting:
+        return os.cpu_count() or 1
+    if not setting.isdigit() or int(setting) < 1:
+        raise HaloError(f"HALO_NUM_THREADS={setting!r} is not a positive integer; set it to "
+                        "the number of threads for parallel loops, or unset it to use every "
+                        "core")
+    return int(setting)
+
+
+class Closure:
+    """The layout of a parallel loop's closure: which names it captures and the struct that
+    holds them (see the module docstring)."""
+
+    def __init__(self, loop: n.For, loop_type: ir.Type, scalars: Mapping[str, ir.Value],
+                 buffers: Mapping[str, ir.Value]):
+        """Captures what `loop`'s body uses of the enclosing function's `scalars` and
+        `buffers` (their values in that function). A name the body uses that is in neither
+        is left out, for the task's code generation to report."""
+        used_scalars = free_vars(loop.body) - {loop.name}
+        used_buffers = {node.name for node in walk(loop.body)
+                        if isinstance(node, (n.Load, n.Store))}
+        self.scalar_names = sorted(used_scalars & scalars.keys())
+        self.buffer_names = sorted(used_buffers & buffers.keys())
+        self._captured = ([scalars[name] for name in self.scalar_names]
+                          + [buffers[name] for name in self.buffer_names])
+        self.struct = ir.LiteralStructType(
+            [loop_type, loop_type, *(value.type for value in self._captured)])
+
+    def pack(self, entry: ir.IRBuilder, builder: ir.IRBuilder, start: ir.Value,
+             extent: ir.Value) -> ir.Value:
+        """Fill a closure (a stack slot allocated in the entry block) at `builder`'s
+        position; returns its address."""
+        fields = ir.Constant(self.struct, ir.Undefined)
+        for index, value in enumerate([start, extent, *self._captured]):
+            fields = builder.insert_value(fields, value, index)
+        closure = entry.alloca(self.struct, name="closure")
+        builder.store(fields, closure)
+        return closure
+
+    def unpack(self, builder: ir.IRBuilder, closure: ir.Value
+               ) -> tuple[ir.Value, ir.Value, dict[str, ir.Value], dict[str, ir.Value]]:
+        """Load the fields of the closure at `closure`: (min, extent, scalars, buffers)."""
+        fields = builder.load(closure, typ=self.struct)
+        start, extent, *captured = [builder.extract_value(fields, index)
+                                    for index in range(len(self.struct.elements))]
+        scalars = dict(zip(self.scalar_names, captured[:len(self.scalar_names)], strict=True))
+        buffers = dict(zip(self.buffer_names, captured[len(self.scalar_names):], strict=True))
+        return start, extent, scalars, buffers
+
+
+def declare_task(module: ir.Module, name: str) -> ir.Function:
+    """A new function `internal void name(ptr closure)` (renamed if `name` is taken)."""
+    task = ir.Function(module, _TASK_TYPE, module.get_unique_name(name))
+    task.linkage = "internal"
+    task.args[0].name = "closure"
+    return task
+
+
+def this_threads_chunk(builder: ir.IRBuilder, extent: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(first, count): the iterations of a loop of `extent` > 0 iterations that the calling
+    thread of the team runs, offsets from the loop's min in the type of `extent`."""
+    b = builder
+    thread = b.zext(b.call(_declare(b.module, "omp_get_thread_num", _INT, []), []), INDEX)
+    threads = b.zext(b.call(_declare(b.module, "omp_get_num_threads", _INT, []), []), INDEX)
+    # Computed in 64 bits, where first + count <= extent can't overflow.
+    total = b.zext(extent, INDEX) if extent.type.width < INDEX.width else extent
+    quotient, remainder = b.udiv(total, threads), b.urem(total, threads)
+    longer = b.icmp_unsigned("<", thread, remainder)
+    first = b.add(b.mul(thread, quotient), b.select(longer, thread, remainder))
+    count = b.add(quotient, b.zext(longer, INDEX))
+    if extent.type.width < INDEX.width:
+        first, count = b.trunc(first, extent.type), b.trunc(count, extent.type)
+    return first, count
+
+
+def run_on_threads(builder: ir.IRBuilder, task: ir.Function, closure: ir.Value,
+                   num_threads: int) -> None:
+    """GOMP_parallel(task, closure, num_threads, 0): run `task(closure)` on a team of
+    `num_threads` threads (the caller among them) and wait for all of them."""
+    _load_libgomp()
+    gomp_parallel = _declare(builder.module, "GOMP_parallel", ir.VoidType(),
+                             [POINTER, POINTER, _INT, _INT])
+    builder.call(gomp_parallel, [task, closure, ir.Constant(_INT, num_threads),
+                                 ir.Constant(_INT, 0)])
+
+
+def _declare(module: ir.Module, name: str, result: ir.Type, params: list[ir.Type]
+             ) -> ir.Function:
+    """The external function `name` of `module`, declared on first use."""
+    existing = module.globals.get(name)
+    if existing is not None:
+        return existing
+    return ir.Function(module, ir.FunctionType(result, params), name)
+
+
+@cache
+def _load_libgomp() -> None:
+    """Make libgomp's symbols visible to the JIT, once per process."""
+    candidates = [path for path in (ctypes.util.find_library("gomp"), _LIBGOMP_FALLBACK)
+                  if path]
+    for path in candidates:
+        try:
+            llvm.load_library_permanently(path)
+            return
+        except RuntimeError:
+            continue
+    raise HaloError(f"parallel loops need the OpenMP runtime libgomp, which was not found "
+                    f"(tried {', '.join(candidates)}); install it (Debian and Ubuntu: apt "
+                    "install libgomp1), or schedule without .parallel()")
