@@ -144,10 +144,36 @@ class Call(Expr):
 
 @dataclass(frozen=True, slots=True)
 class Load(Expr):
-    """Read element `index` of the flat buffer `name`."""
+    """Read element `index` of the flat buffer `name`. With a vector index, one element
+    per lane; `predicate` (a bool vector, or None for all lanes) says which lanes read:
+    the others are not accessed and their value is unspecified."""
     type: Type
     name: str
     index: Expr
+    predicate: Expr | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ramp(Expr):
+    """The vector base, base + stride, ..., base + (lanes - 1) * stride."""
+    base: Expr
+    stride: Expr
+    lanes: int
+
+    @property
+    def type(self) -> Type:
+        return self.base.type.with_lanes(self.lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class Broadcast(Expr):
+    """The vector with `value` in every one of its `lanes`."""
+    value: Expr
+    lanes: int
+
+    @property
+    def type(self) -> Type:
+        return self.value.type.with_lanes(self.lanes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,10 +264,12 @@ class ProducerConsumer(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class Store(Stmt):
-    """Write `value` to element `index` of the flat buffer `name`."""
+    """Write `value` to element `index` of the flat buffer `name` (one element per lane
+    for vectors; only the lanes where `predicate` holds, when it is given)."""
     name: str
     index: Expr
     value: Expr
+    predicate: Expr | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,8 +73,14 @@ def _expr(e: n.Expr) -> tuple[str, int]:
             return f"{name}({', '.join(expr_to_str(a) for a in args)})", atom
         case n.Call(name=name, args=args):
             return f"{name}[{', '.join(expr_to_str(a) for a in args)}]", atom
-        case n.Load(name=name, index=index):
+        case n.Load(name=name, index=index, predicate=None):
             return f"{name}[{expr_to_str(index)}]", atom
+        case n.Load(name=name, index=index, predicate=p):
+            return f"{name}[{expr_to_str(index)}, mask={expr_to_str(p)}]", atom
+        case n.Ramp(base=b, stride=st, lanes=lanes):
+            return f"ramp({expr_to_str(b)}, {expr_to_str(st)}, {lanes})", atom
+        case n.Broadcast(value=v, lanes=lanes):
+            return f"broadcast({expr_to_str(v)}, {lanes})", atom
         case n.Let(name=name, value=v, body=b):
             return f"let({name}={expr_to_str(v)}, {expr_to_str(b)})", atom
     raise TypeError(f"not an expression: {e!r}")
@@ -123,8 +129,9 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
             out.append(pad + expr_to_str(v))
         case n.Provide(name=name, value=v, args=args):
             out.append(f"{pad}{name}[{', '.join(expr_to_str(a) for a in args)}] = {expr_to_str(v)}")
-        case n.Store(name=name, index=i, value=v):
-            out.append(f"{pad}{name}[{expr_to_str(i)}] = {expr_to_str(v)}")
+        case n.Store(name=name, index=i, value=v, predicate=p):
+            mask = "" if p is None else f", mask={expr_to_str(p)}"
+            out.append(f"{pad}{name}[{expr_to_str(i)}{mask}] = {expr_to_str(v)}")
         case n.Realize(name=name, type=t, bounds=bounds, body=b, scope=scope):
             dims = ", ".join(f"{expr_to_str(lo)}:{expr_to_str(n.Add(lo, ext))}"
                              for lo, ext in bounds)

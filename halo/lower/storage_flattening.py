@@ -2,8 +2,9 @@
 
 Input: Realize/Provide/Call(FUNC or INPUT) with coordinates, outermost first. Output:
 Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
-  * inputs: min 0, strides `inp.stride.{i}` (arguments; any NumPy layout);
-  * outputs: mins `out.min.{i}`, strides `out.stride.{i}` (arguments);
+  * inputs: min 0, strides `inp.stride.{i}` (arguments), 1 in the last dimension;
+  * outputs: mins `out.min.{i}`, strides `out.stride.{i}` (arguments), 1 in the last
+    dimension;
   * Funcs with storage of their own: dense row-major (the last dimension is contiguous),
     mins `f.min.{i}` from bounds inference and strides defined by lets around the
     Allocate. They go on the stack when `store_in` says "stack"/"local" (the size must be
@@ -30,7 +31,10 @@ def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None)
     index: n.Expr | None = None
     for i, a in enumerate(args):
         offset = n.Sub(a, mins[i]) if mins is not None else a
-        term = n.Mul(offset, n.Var(f"{name}.stride.{i}"))
+        # Every buffer is contiguous in its last dimension (the Kernel makes sure), so
+        # neighbouring x are neighbouring elements and vector accesses are dense.
+        last = i == len(args) - 1
+        term = offset if last else n.Mul(offset, n.Var(f"{name}.stride.{i}"))
         index = term if index is None else n.Add(index, term)
     return index if index is not None else const(0)
 

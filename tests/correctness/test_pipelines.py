@@ -160,3 +160,18 @@ def test_output_read_by_another_stage_is_produced_first():
     got_c, got_a = halo.Pipeline([c, a]).realize((7,), inputs={inp: data})
     np.testing.assert_allclose(got_a, data + 1, rtol=1e-6)
     np.testing.assert_allclose(got_c, (data + 1) * 2, rtol=1e-6)
+
+
+def test_strided_and_transposed_inputs():
+    """Inputs with any layout (transposed, strided views) give the same result; an out=
+    array must be contiguous in its last dimension."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f = halo.Func("f")
+    f[y, x] = inp[y, x] * 2.0 + inp[y, x + 1]
+    base = np.random.default_rng(13).random((12, 10), dtype=np.float32)
+    for view in (base.T, base[::2, ::3], base[:, 1:]):
+        shape = (view.shape[0], view.shape[1] - 1)
+        expected = view[:, :-1] * 2 + view[:, 1:]
+        np.testing.assert_allclose(f.realize(shape, inputs={inp: view}), expected, rtol=1e-6)
+    with pytest.raises(halo.InputError, match="consecutive elements in its last dimension"):
+        f.realize(out=np.zeros((9, 12), np.float32).T, inputs={inp: base})

@@ -26,25 +26,24 @@ def only(found: list):
 
 
 def test_input_reads_use_the_input_strides_from_zero():
-    """inp[y, x] becomes a Load at y * inp.stride.0 + x * inp.stride.1."""
+    """inp[y, x] becomes a Load at y * inp.stride.0 + x: the last dimension of every
+    buffer is contiguous."""
     inp = halo.ImageParam(halo.float32, 2, "inp")
     f = halo.Func("f")
     f[y, x] = inp[y, x]
     load = only(nodes_of(lowered(f), n.Load, "inp"))
     assert load.type == halo.float32
-    assert load.index == n.Add(n.Mul(n.Var("f.s0.y"), n.Var("inp.stride.0")),
-                               n.Mul(n.Var("f.s0.x"), n.Var("inp.stride.1")))
+    assert load.index == n.Add(n.Mul(n.Var("f.s0.y"), n.Var("inp.stride.0")), n.Var("f.s0.x"))
 
 
 def test_output_stores_use_the_output_mins_and_strides():
-    """f[y, x] = ... becomes a Store at (y - f.min.0) * f.stride.0 + (x - f.min.1) *
-    f.stride.1."""
+    """f[y, x] = ... becomes a Store at (y - f.min.0) * f.stride.0 + (x - f.min.1)."""
     f = halo.Func("f")
     f[y, x] = y + x
     store = only(nodes_of(lowered(f), n.Store, "f"))
     assert store.index == n.Add(
         n.Mul(n.Sub(n.Var("f.s0.y"), n.Var("f.min.0")), n.Var("f.stride.0")),
-        n.Mul(n.Sub(n.Var("f.s0.x"), n.Var("f.min.1")), n.Var("f.stride.1")))
+        n.Sub(n.Var("f.s0.x"), n.Var("f.min.1")))
 
 
 def test_no_multidimensional_node_remains():
@@ -173,16 +172,16 @@ def test_reads_of_an_internal_func_use_its_mins_and_strides():
 
 
 def test_inputs_of_any_layout_and_strided_outputs_with_an_origin():
-    """Run-time strides make a transposed input and a strided output view work, and the
-    output's mins come from origin=."""
+    """Run-time strides make a transposed input and an output view with strided rows
+    work, and the output's mins come from origin=."""
     inp = halo.ImageParam(halo.int32, 2, "inp")
     f = halo.Func("f")
     f[y, x] = inp[y, x] * 10 + y - x
     data = np.arange(48, dtype=np.int32).reshape(6, 8)
     transposed = data.T  # shape (8, 6), not C-contiguous
     big = np.zeros((8, 12), np.int32)
-    out = big[::2, ::3]  # shape (4, 4), strides (2 rows, 3 elements)
+    out = big[::2, 1:5]  # shape (4, 4), every other row
     f.realize(out=out, inputs={inp: transposed}, origin=(2, 1))
     ys, xs = np.mgrid[2:6, 1:5]
     np.testing.assert_array_equal(out, transposed[2:6, 1:5] * 10 + ys - xs)
-    assert big[1].sum() == 0 and big[:, 1].sum() == 0
+    assert big[1].sum() == 0 and big[:, 0].sum() == 0
