@@ -7,6 +7,7 @@ inlined; a Func with update definitions is computed at root unless placed.
 from __future__ import annotations
 
 from halo.errors import ScheduleError
+from halo.ir.nodes import ForKind
 from halo.lower.context import LowerContext
 from halo.schedule.records import INLINE, ROOT
 
@@ -43,7 +44,7 @@ def _check_inlinable(f, has_updates: bool, explicit: bool) -> None:
                             "can't be substituted into their uses; use compute_root() or "
                             "compute_at(...)")
     stage = f.schedule.stages[0]
-    if stage.transforms or any(d.kind.value != "serial" for d in stage.dims):
+    if stage.transforms or any(d.kind is not ForKind.SERIAL for d in stage.dims):
         how = "compute_inline() was called" if explicit else \
             "it is computed inline (the default for a pure Func that is not an output)"
         raise ScheduleError(f"{name} has a loop schedule (split/reorder/vectorize/...), but "

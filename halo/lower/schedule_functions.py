@@ -65,10 +65,10 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
             bounds[var] = (lo, n.Add(n.Sub(hi, lo), const(1)))
 
     lets: list[tuple[str, n.Expr, n.Expr | None]] = []  # (name, value, guard)
-    for t in sched.transforms:
+    for t in sched.transforms:  # (a Reorder only moved loops: sched.dims has the result)
         if isinstance(t, Split):
             _apply_split(t, ir_name, bounds, lets, k)
-        else:
+        elif isinstance(t, Fuse):
             _apply_fuse(t, prefix, ir_name, bounds, lets)
 
     replace = {v: n.Var(prefix + v) for v in [*definition.pure_var_names(), *rvars]}

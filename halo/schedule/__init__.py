@@ -1,16 +1,18 @@
-"""Schedules as plain data, and the user-facing methods that record them."""
+"""Schedules as plain data, the user-facing methods that record them, and their
+serialization (JSON, and halo source code)."""
 from halo.schedule.placement import FuncPlacement
 from halo.schedule.records import (
-                                   INLINE,
-                                   ROOT,
-                                   Dim,
-                                   FuncSchedule,
-                                   Fuse,
-                                   LoopLevel,
-                                   Split,
-                                   StageSchedule,
+    INLINE,
+    ROOT,
+    Dim,
+    FuncSchedule,
+    Fuse,
+    LoopLevel,
+    Reorder,
+    Split,
+    StageSchedule,
 )
 from halo.schedule.stage import Schedulable, loop_name
 
 __all__ = ["FuncPlacement", "Schedulable", "loop_name", "INLINE", "ROOT", "Dim",
-           "FuncSchedule", "Fuse", "LoopLevel", "Split", "StageSchedule"]
+           "FuncSchedule", "Fuse", "LoopLevel", "Reorder", "Split", "StageSchedule"]

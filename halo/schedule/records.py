@@ -34,6 +34,13 @@ class Fuse:
     fused: str
 
 
+@dataclass(frozen=True)
+class Reorder:
+    """The named loops took these positions, outermost first (kept so a schedule replays
+    exactly: a later fuse may rely on it)."""
+    names: tuple[str, ...]
+
+
 @dataclass
 class Dim:
     """One loop of a stage. `pure` is False for loops over reduction variables."""
@@ -45,7 +52,7 @@ class Dim:
 @dataclass
 class StageSchedule:
     dims: list[Dim]
-    transforms: list[Split | Fuse] = field(default_factory=list)
+    transforms: list[Split | Fuse | Reorder] = field(default_factory=list)
 
     def dim_names(self) -> list[str]:
         return [d.name for d in self.dims]
@@ -57,8 +64,10 @@ class StageSchedule:
         """Every loop name this stage has ever had (they can't be reused)."""
         used = set(self.dim_names())
         for t in self.transforms:
-            used |= {t.old, t.outer, t.inner} if isinstance(t, Split) else \
-                {t.outer, t.inner, t.fused}
+            if isinstance(t, Split):
+                used |= {t.old, t.outer, t.inner}
+            elif isinstance(t, Fuse):
+                used |= {t.outer, t.inner, t.fused}
         return used
 
 

@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
-from halo.schedule.records import TAILS, Dim, Fuse, Split, StageSchedule
+from halo.schedule.records import TAILS, Dim, Fuse, Reorder, Split, StageSchedule
 
 
 def loop_name(v: object) -> str:
@@ -152,6 +152,7 @@ class Schedulable(ABC):
                                              "order the update visits its domain; keep "
                                              "reduction loops in their order")
         stage.dims[:] = new
+        stage.transforms.append(Reorder(tuple(names)))
         return self
 
     def tile(self, y, x, yo, xo, yi, xi, ty: int, tx: int, tail: str = "auto"):
