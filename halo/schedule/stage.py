@@ -59,6 +59,9 @@ class Schedulable(ABC):
 
     def _fresh(self, call: str, args: tuple, v: object, allowed: str | None = None) -> str:
         name = loop_name(v)
+        if name in ("min", "max", "extent"):
+            raise self._error(call, args, f"'{name}' is reserved for loop bounds; pick "
+                                          "another name")
         if name != allowed and name in self._stage().names_used():
             raise self._error(call, args, f"the name '{name}' is already used by this "
                                           "schedule; pick a new Var")

@@ -274,3 +274,10 @@ def test_scatter_outside_output():
     hist[halo.cast(halo.int32, inp[r])] += 1
     with raises(halo.BoundsError, "output hist is written at [0, 255] in dimension 0"):
         hist.realize((16,), inputs={inp: np.zeros(4, np.uint8)})
+
+
+def test_loop_names_reserved_for_bounds():
+    """min, max and extent name loop bounds in the IR, so loops can't be called that."""
+    _, _, f = two_stage()
+    with raises(halo.ScheduleError, "f.split(x, xo, extent, 4)", "'extent' is reserved"):
+        f.split(x, xo, halo.Var("extent"), 4)
