@@ -18,6 +18,7 @@ from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
 from halo.lower.storage_flattening import storage_flattening
 from halo.lower.unroll_loops import unroll_loops
+from halo.lower.vectorize_loops import vectorize_loops
 
 
 def _simplify(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
@@ -36,6 +37,10 @@ PASSES = [
     # After simplification so extents are constants; before the final simplify so the
     # copies fold.
     ("unroll_loops", unroll_loops),
+    ("simplify", _simplify),
+    # Needs constant loop extents and flat indices (ramps of stride 1 are dense accesses).
+    ("vectorize_loops", vectorize_loops),
+    # Folds the strides the vectorizer builds (1 * 2 -> 2), so dense ones are literal 1s.
     ("simplify", _simplify),
 ]
 

@@ -15,6 +15,8 @@ depend on the loop stays a serial loop, which means the same thing.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind, block
 from halo.ir.visitor import IRMutator
@@ -63,6 +65,8 @@ def _combine(op: type, a: n.Expr, b: n.Expr, lanes: int) -> n.Expr:
             return n.Ramp(op(a.base, b), a.stride, lanes)
         case n.Add, _, n.Ramp() if _lanes(a) == 1:
             return n.Ramp(n.Add(a, b.base), b.stride, lanes)
+        case n.Sub, _, n.Ramp() if _lanes(a) == 1:  # c - x runs backwards
+            return n.Ramp(n.Sub(a, b.base), n.Sub(n.const(0, b.stride.type), b.stride), lanes)
         case (n.Add | n.Sub), n.Ramp(), n.Ramp():
             return n.Ramp(op(a.base, b.base), op(a.stride, b.stride), lanes)
         case n.Mul, n.Ramp(), _ if _lanes(b) == 1:
@@ -78,6 +82,15 @@ class _Widen:
     def __init__(self, lanes: int, scope: dict[str, n.Expr]):
         self.lanes = lanes
         self.scope = scope  # names whose value is now a vector -> what to use instead
+
+    @contextmanager
+    def _bound(self, name: str, value: n.Expr):
+        """`name` stands for `value` (a vector) while its let's body is rewritten."""
+        self.scope[name] = value
+        try:
+            yield
+        finally:
+            del self.scope[name]
 
     # ---------------------------------------------------------------- expressions
 
@@ -113,9 +126,10 @@ class _Widen:
                 return n.Load(t.with_lanes(L), name, _broadcast(index, L), mask)
             case n.Let(name=name, value=value, body=body):
                 value = self.expr(value, mask)
-                if _lanes(value) > 1:
-                    self.scope[name] = n.Var(name, value.type)
-                return n.Let(name, value, self.expr(body, mask))
+                if _lanes(value) == 1:
+                    return n.Let(name, value, self.expr(body, mask))
+                with self._bound(name, n.Var(name, value.type)):
+                    return n.Let(name, value, self.expr(body, mask))
         raise _CannotVectorize(type(e).__name__)
 
     # ----------------------------------------------------------------- statements
@@ -129,11 +143,12 @@ class _Widen:
                 value = self.expr(value, mask)
                 if isinstance(value, (n.Ramp, n.Broadcast)):
                     # Substituted, so indices built from it stay ramps (dense accesses).
-                    self.scope[name] = value
-                    return self.stmt(body, mask)
-                if _lanes(value) > 1:
-                    self.scope[name] = n.Var(name, value.type)
-                return n.LetStmt(name, value, self.stmt(body, mask))
+                    with self._bound(name, value):
+                        return self.stmt(body, mask)
+                if _lanes(value) == 1:
+                    return n.LetStmt(name, value, self.stmt(body, mask))
+                with self._bound(name, n.Var(name, value.type)):
+                    return n.LetStmt(name, value, self.stmt(body, mask))
             case n.Store(name=name, index=index, value=value):
                 index, value = self.expr(index, mask), self.expr(value, mask)
                 if _lanes(index) == 1 and mask is None:

@@ -12,7 +12,10 @@ those semantics meet LLVM's:
 * `bool` behaves as an unsigned one-bit integer where ordering matters (False < True).
 
 Every operator takes the builder, the halo type of its operands and their LLVM values,
-and returns the LLVM value of the result.
+and returns the LLVM value of the result. The types may be vectors: LLVM's instructions are
+lane-wise, so each emitter serves `float` and `<8 x float>` alike, building its constants
+in the type of its operands (`ir.Constant` of a vector type is a splat); a libm call, which
+has no vector form, runs once per lane.
 """
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
-from halo.backends.llvm.llvm_types import value_type
+from halo.backends.llvm import vectors
+from halo.backends.llvm.llvm_types import declare_intrinsic, value_type
 from halo.errors import InternalError
 from halo.ir.types import Type, float32
 
@@ -196,7 +200,7 @@ def _double_to_half(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     then to float16 gives the correctly rounded result, since float32 carries more than two
     extra bits (Boldo and Melquiond, "When double rounding is odd", 2005).
     """
-    single, bits = ir.FloatType(), ir.IntType(32)
+    single, bits = _with_lanes_of(x, ir.FloatType()), _with_lanes_of(x, ir.IntType(32))
     nearest = b.fptrunc(x, single)
     widened = b.fpext(nearest, x.type)
     fabs = _intrinsic(b, "llvm.fabs", x.type)
@@ -205,7 +209,7 @@ def _double_to_half(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
     truncated = b.sub(b.bitcast(nearest, bits), b.zext(rounded_away, bits))
     odd = b.bitcast(b.or_(truncated, ir.Constant(bits, 1)), single)
     inexact = b.fcmp_ordered("!=", widened, x)  # false for NaN, which stays as it is
-    return b.fptrunc(b.select(inexact, odd, nearest), ir.HalfType())
+    return b.fptrunc(b.select(inexact, odd, nearest), _with_lanes_of(x, ir.HalfType()))
 
 
 # ------------------------------------------------------------------------------ math calls
@@ -249,13 +253,16 @@ def _integer_abs(b: ir.IRBuilder, t: Type, x: ir.Value) -> ir.Value:
     if not t.is_int:
         return x  # uint and bool are never negative
     i1 = ir.IntType(1)
-    function = b.module.declare_intrinsic("llvm.abs", [x.type],
-                                          ir.FunctionType(x.type, [x.type, i1]))
-    # the flag says abs(MIN) is not poison: it wraps to MIN
+    function = declare_intrinsic(b.module, "llvm.abs", [x.type],
+                                 ir.FunctionType(x.type, [x.type, i1]))
+    # the flag (one for all lanes) says abs(MIN) is not poison: it wraps to MIN
     return b.call(function, [x, ir.Constant(i1, 0)])
 
 
 def _libm_call(b: ir.IRBuilder, symbols: dict[int, str], t: Type, x: ir.Value) -> ir.Value:
+    if t.lanes > 1:  # libm has no vector variants, and the lanes then match scalar code's
+        return vectors.map_lanes(b, lambda lane: _libm_call(b, symbols, t.element_of(), lane),
+                                 [x], x.type)
     if t.bits in symbols:
         return b.call(_external(b, symbols[t.bits], x.type), [x])
     # float16: libm has no half variant, so compute in float32 and round once
@@ -265,7 +272,12 @@ def _libm_call(b: ir.IRBuilder, symbols: dict[int, str], t: Type, x: ir.Value) -
 
 
 def _intrinsic(b: ir.IRBuilder, name: str, t: ir.Type, arity: int = 1) -> ir.Function:
-    return b.module.declare_intrinsic(name, [t], ir.FunctionType(t, [t] * arity))
+    return declare_intrinsic(b.module, name, [t], ir.FunctionType(t, [t] * arity))
+
+
+def _with_lanes_of(x: ir.Value, element: ir.Type) -> ir.Type:
+    """`element`, or a vector of it as long as `x` when `x` is a vector."""
+    return ir.VectorType(element, x.type.count) if isinstance(x.type, ir.VectorType) else element
 
 
 def _external(b: ir.IRBuilder, symbol: str, t: ir.Type) -> ir.Function:

@@ -1,9 +1,10 @@
 """Lowered halo statements to an LLVM module, through llvmlite's `ir.IRBuilder`.
 
-Input: a lowered, flattened, scalar `Stmt`: For, LetStmt, Block, IfThenElse, Evaluate,
-Store and Allocate, over expressions Const, Var, Cast, the binary operators, Not, Select,
-math Calls, Load and Let. Anything else (Provide, Realize, Func calls, vectors) is a bug
-in lowering and raises `InternalError`.
+Input: a lowered, flattened `Stmt`: For, LetStmt, Block, IfThenElse, Evaluate, Store and
+Allocate, over expressions Const, Var, Cast, the binary operators, Not, Select, math Calls,
+Load, Let, and the vector forms vectorize_loops makes of them (vector types, Ramp,
+Broadcast, Loads and Stores at vector indices with predicates). Anything else (Provide,
+Realize, Func calls) is a bug in lowering and raises `InternalError`.
 
 Output: an `ir.Module` holding one function
 
@@ -12,8 +13,10 @@ Output: an `ir.Module` holding one function
 with its parameters in `Argument` order: a `noalias` pointer per buffer (every buffer
 argument is distinct memory; the runtime checks it) and a value per scalar (float16 as its
 `i16` bits, see `llvm_types.parameter_type`), plus an internal task function per parallel
-loop. Operators get their semantics from `arithmetic.py`, parallel loops their closures and
-libgomp calls from `parallel.py`; this module owns control flow, scopes and memory.
+loop. Operators get their semantics from `arithmetic.py` (for scalars and vectors alike),
+vector memory accesses, ramps and broadcasts their LLVM form from `vectors.py`, parallel
+loops their closures and libgomp calls from `parallel.py`; this module owns control flow,
+scopes and memory.
 """
 from __future__ import annotations
 
@@ -24,9 +27,8 @@ from typing import Literal, NamedTuple
 
 from llvmlite import ir
 
-from halo.backends.llvm import arithmetic, parallel
+from halo.backends.llvm import arithmetic, parallel, vectors
 from halo.backends.llvm.llvm_types import (
-    BYTE,
     INDEX,
     POINTER,
     memory_type,
@@ -51,6 +53,9 @@ class Argument:
         if self.kind not in ("buffer", "scalar"):
             raise InternalError(f"argument {self.name!r} has kind {self.kind!r}; "
                                 "expected 'buffer' or 'scalar'")
+        if self.type.lanes != 1:
+            raise InternalError(f"argument {self.name!r} has vector type {self.type}; "
+                                "arguments are buffers of scalars or scalars")
         value_type(self.type)  # raises for types the backend can't represent
 
 
@@ -265,13 +270,25 @@ class _FunctionEmitter:
 
     def _stmt_Store(self, s: n.Store) -> None:
         buffer = self._buffer(s.name)
-        if s.value.type != buffer.type:
-            raise InternalError(f"Store of a value of type {s.value.type} into {buffer.type} "
+        t = s.value.type
+        if t.element_of() != buffer.type:
+            raise InternalError(f"Store of a value of type {t} into {buffer.type} "
                                 f"buffer {s.name!r}")
         value = self._expr(s.value)
-        if buffer.type.is_bool:
-            value = self._builder.zext(value, BYTE)
-        self._builder.store(value, self._element_address(buffer, s.index))
+        if t.is_bool:
+            value = self._builder.zext(value, memory_type(t))
+        if t.lanes == 1:
+            self._require_no_predicate(s.predicate, f"store into {s.name!r}")
+            self._builder.store(value, self._element_address(buffer, s.index))
+            return
+        mask = self._mask(s.predicate, t.lanes)
+        span = self._vector_index(s.index, t.lanes)
+        if span is None:
+            vectors.scatter(self._builder, value, self._element_addresses(buffer, s.index),
+                            mask, buffer.type.bytes)
+            return
+        address = self._element_address(buffer, span.first, inbounds=mask is None)
+        vectors.store(self._builder, value, address, mask, buffer.type.bytes, span.reversed)
 
     def _stmt_Allocate(self, s: n.Allocate) -> None:
         if s.scope == "heap":
@@ -356,7 +373,11 @@ class _FunctionEmitter:
         if e.true_value.type != e.false_value.type:
             raise InternalError(f"branches of {expr_to_str(e)} have different types "
                                 f"{e.true_value.type} and {e.false_value.type}")
-        condition = self._condition(e.condition)
+        # A scalar condition picks whole vectors; a vector one picks lane by lane.
+        if e.condition.type.lanes == 1:
+            condition = self._condition(e.condition)
+        else:
+            condition = self._mask(e.condition, e.type.lanes)
         return self._builder.select(condition, self._expr(e.true_value),
                                     self._expr(e.false_value))
 
@@ -370,11 +391,49 @@ class _FunctionEmitter:
 
     def _expr_Load(self, e: n.Load) -> ir.Value:
         buffer = self._buffer(e.name)
-        if e.type != buffer.type:
-            raise InternalError(f"Load of type {e.type} from {buffer.type} buffer {e.name!r}")
-        address = self._element_address(buffer, e.index)
-        value = self._builder.load(address, typ=memory_type(buffer.type))
-        return self._builder.trunc(value, value_type(e.type)) if e.type.is_bool else value
+        t = e.type
+        if t.element_of() != buffer.type:
+            raise InternalError(f"Load of type {t} from {buffer.type} buffer {e.name!r}")
+        if t.lanes == 1:
+            self._require_no_predicate(e.predicate, f"load from {e.name!r}")
+            address = self._element_address(buffer, e.index)
+            value = self._builder.load(address, typ=memory_type(t))
+        else:
+            value = self._vector_load(buffer, e)
+        return self._builder.trunc(value, value_type(t)) if t.is_bool else value
+
+    def _vector_load(self, buffer: _Binding, e: n.Load) -> ir.Value:
+        mask = self._mask(e.predicate, e.type.lanes)
+        span = self._vector_index(e.index, e.type.lanes)
+        if span is None:
+            return vectors.gather(self._builder, memory_type(e.type),
+                                  self._element_addresses(buffer, e.index), mask,
+                                  buffer.type.bytes)
+        address = self._element_address(buffer, span.first, inbounds=mask is None)
+        return vectors.load(self._builder, memory_type(e.type), address, mask,
+                            buffer.type.bytes, span.reversed)
+
+    def _expr_Ramp(self, e: n.Ramp) -> ir.Value:
+        t = e.type
+        if t.is_bool or e.base.type.lanes != 1 or e.stride.type != e.base.type:
+            raise InternalError(f"{expr_to_str(e)} must have a scalar number base and a "
+                                f"stride of its type; they are {e.base.type} and "
+                                f"{e.stride.type}")
+        base, stride = self._expr(e.base), self._expr(e.stride)
+        b = self._builder
+        if isinstance(stride, ir.Constant):
+            if isinstance(base, ir.Constant):
+                return vectors.constant_ramp(t, base.constant, stride.constant)
+            steps = vectors.constant_ramp(t, 0, stride.constant)
+        else:
+            steps = arithmetic.mul(b, t, vectors.broadcast(b, stride, e.lanes),
+                                   vectors.lane_numbers(t))
+        return arithmetic.add(b, t, vectors.broadcast(b, base, e.lanes), steps)
+
+    def _expr_Broadcast(self, e: n.Broadcast) -> ir.Value:
+        if e.value.type.lanes != 1:
+            raise InternalError(f"{expr_to_str(e)} broadcasts a {e.value.type}, not a scalar")
+        return vectors.broadcast(self._builder, self._expr(e.value), e.lanes)
 
     def _expr_Let(self, e: n.Let) -> ir.Value:
         value = self._expr(e.value)
@@ -388,12 +447,36 @@ class _FunctionEmitter:
             return self._expr(e)
         raise InternalError(f"condition {expr_to_str(e)} has type {e.type}, not bool")
 
+    def _mask(self, predicate: n.Expr | None, lanes: int) -> ir.Value | None:
+        """The `<lanes x i1>` of a vector condition or predicate (None stays None)."""
+        if predicate is None:
+            return None
+        if not predicate.type.is_bool or predicate.type.lanes != lanes:
+            raise InternalError(f"predicate or condition {expr_to_str(predicate)} has type "
+                                f"{predicate.type}; expected {lanes} lanes of bool")
+        return self._expr(predicate)
+
+    def _require_no_predicate(self, predicate: n.Expr | None, access: str) -> None:
+        if predicate is not None:
+            raise InternalError(f"the scalar {access} has predicate "
+                                f"{expr_to_str(predicate)}; only vector accesses have one")
+
+    def _vector_index(self, index: n.Expr, lanes: int) -> vectors.DenseSpan | None:
+        """The consecutive elements that vector `index` addresses, or None to gather or
+        scatter."""
+        if index.type.lanes != lanes:
+            raise InternalError(f"index {expr_to_str(index)} has type {index.type} for an "
+                                f"access of {lanes} lanes")
+        return vectors.dense_span(index)
+
     def _index(self, e: n.Expr) -> ir.Value:
-        """An integer expression extended, by its signedness, to a 64-bit address offset."""
+        """An integer expression extended, by its signedness, to a 64-bit address offset
+        (one per lane for a vector)."""
         if not e.type.is_integer:
             raise InternalError(f"index or size {expr_to_str(e)} has type {e.type}; "
                                 "expected an integer")
-        return arithmetic.cast(self._builder, e.type, int64, self._expr(e))
+        return arithmetic.cast(self._builder, e.type, int64.with_lanes(e.type.lanes),
+                               self._expr(e))
 
     def _buffer(self, name: str) -> _Binding:
         buffer = self._buffers.get(name)
@@ -402,7 +485,16 @@ class _FunctionEmitter:
                                 f"{self._function.name!r} nor allocated around its use")
         return buffer
 
-    def _element_address(self, buffer: _Binding, index: n.Expr) -> ir.Value:
-        # inbounds: halo only addresses elements inside its buffers
-        return self._builder.gep(buffer.value, [self._index(index)], inbounds=True,
+    def _element_address(self, buffer: _Binding, index: n.Expr, inbounds: bool = True
+                         ) -> ir.Value:
+        """The address of element `index` of `buffer`. inbounds: halo only accesses elements
+        inside its buffers; a masked access, whose first lane may be disabled, says False."""
+        return self._builder.gep(buffer.value, [self._index(index)], inbounds=inbounds,
                                  source_etype=memory_type(buffer.type))
+
+    def _element_addresses(self, buffer: _Binding, index: n.Expr) -> ir.Value:
+        """The vector of addresses of elements `index` (a vector) of `buffer`. Not inbounds:
+        the disabled lanes of a gather or scatter may point anywhere."""
+        b = self._builder
+        bases = vectors.broadcast(b, buffer.value, index.type.lanes)
+        return b.gep(bases, [self._index(index)], source_etype=memory_type(buffer.type))
