@@ -160,6 +160,9 @@ class IntervalAnalysis:
             case n.Let(name=name, value=value, body=body):
                 inner = {**scope, name: self._of(value, scope)}
                 return self._of(body, inner)
+            case n.Call(name="promise_clamped", args=(value, lo, hi)):
+                promised = Interval(self._of(lo, scope).min, self._of(hi, scope).max)
+                return self.intersect(self._of(value, scope), promised)
             case n.Call(kind=kind) if kind is not n.CallKind.MATH:
                 return type_range(e.type) if _is_narrow(e.type) else Interval.everything()
             case n.Load():

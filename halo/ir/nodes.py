@@ -132,6 +132,7 @@ class CallKind(Enum):
     FUNC = "func"    # a halo Func, addressed by coordinates
     INPUT = "input"  # an input buffer (ImageParam or Buffer), addressed by coordinates
     MATH = "math"    # a pure math function: sqrt, exp, ...
+    INTRINSIC = "intrinsic"  # a fact for the compiler, e.g. promise_clamped (see below)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,6 +285,14 @@ class Allocate(Stmt):
 
 
 NO_OP = Block(())
+
+
+def promise_clamped(value: Expr, lo: Expr, hi: Expr) -> Call:
+    """`value`, which the compiler promises lies in [lo, hi] wherever it is used (bounds
+    inference relies on it; it is removed before code generation). Loop variables rebuilt
+    from split loops are wrapped in it: relaxing the loops separately loses the link
+    between a range's start and its extent, which the promise restores."""
+    return Call(value.type, "promise_clamped", (value, lo, hi), CallKind.INTRINSIC)
 
 
 def block(*stmts: Stmt | None) -> Stmt:

@@ -69,7 +69,7 @@ def _expr(e: n.Expr) -> tuple[str, int]:
             return "~" + expr_to_str(a, 12), 12
         case n.Select(condition=c, true_value=t, false_value=f):
             return f"select({expr_to_str(c)}, {expr_to_str(t)}, {expr_to_str(f)})", atom
-        case n.Call(name=name, args=args, kind=n.CallKind.MATH):
+        case n.Call(name=name, args=args, kind=n.CallKind.MATH | n.CallKind.INTRINSIC):
             return f"{name}({', '.join(expr_to_str(a) for a in args)})", atom
         case n.Call(name=name, args=args):
             return f"{name}[{', '.join(expr_to_str(a) for a in args)}]", atom

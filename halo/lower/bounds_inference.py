@@ -13,7 +13,8 @@ Stmt with
   * around each `Realize(f)`, lets `f.min.{i}` / `f.extent.{i}` for the box that f's
     stages write and its consumers read inside the store level, used as its bounds.
 It also records in `ctx.checks` the region of every input read and every output written,
-to be checked against the arrays before the code runs.
+to be checked against the arrays before the code runs, and removes the `promise_clamped`
+hints that schedule_functions left for it.
 """
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from halo.errors import BoundsError, InternalError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
-from halo.ir.visitor import IRMutator
+from halo.ir.visitor import IRMutator, rewrite
 from halo.lang.expr import as_expr
 from halo.lower.context import LowerContext
 
@@ -56,7 +57,16 @@ def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
         lets += _stage_lets(name, region, region, ctx)
     stmt = _wrap(lets, stmt)
     _record_checks(stmt, ctx)
-    return stmt
+    return _strip_promises(stmt)
+
+
+def _strip_promises(node):
+    """The promises (`promise_clamped`) were for this pass; later ones get plain values."""
+    def strip(x):
+        if isinstance(x, n.Call) and x.name == "promise_clamped":
+            return _strip_promises(x.args[0])
+        return None
+    return rewrite(node, strip)
 
 
 class _At(IRMutator):

@@ -111,17 +111,19 @@ def _apply_split(t: Split, ir_name, bounds, lets, k: int) -> None:
     o, i = n.Var(outer), n.Var(inner)
     divides = isinstance(extent, n.Const) and extent.value % t.factor == 0
     tail = t.tail if t.tail != "auto" else ("shift_inwards" if k == 0 else "guard")
+    last = n.Sub(n.Add(lo, extent), const(1))
     if tail == "shift_inwards":
         base = n.Min(n.Mul(o, factor), n.Sub(extent, factor))
         # only an extent smaller than the factor shifts below lo
         needs_guard = not divides and not (isinstance(extent, n.Const)
                                            and extent.value >= t.factor)
-        lets.append((old, n.Add(n.Add(lo, base), i),
+        lets.append((old, n.promise_clamped(n.Add(n.Add(lo, base), i), lo, last),
                      n.LE(lo, n.Var(old)) if needs_guard else None))
-    else:
-        needs_guard = tail == "guard" and not divides
-        lets.append((old, n.Add(n.Add(lo, n.Mul(o, factor)), i),
-                     n.LT(n.Var(old), n.Add(lo, extent)) if needs_guard else None))
+    elif tail == "guard":
+        lets.append((old, n.promise_clamped(n.Add(n.Add(lo, n.Mul(o, factor)), i), lo, last),
+                     n.LT(n.Var(old), n.Add(lo, extent)) if not divides else None))
+    else:  # round_up computes past the end on purpose: no promise
+        lets.append((old, n.Add(n.Add(lo, n.Mul(o, factor)), i), None))
 
 
 def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
@@ -130,15 +132,15 @@ def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
     ir_name[t.fused] = fused
     (lo_o, ext_o), (lo_i, ext_i) = bounds.pop(outer), bounds.pop(inner)
     bounds[fused] = (const(0), n.Mul(ext_o, ext_i))
-    # The clamps change no value (both results are in range by construction), but they
-    # let bounds inference see the ranges, which a symbolic division hides.
+    # Both results are in range by construction; the promises show bounds inference the
+    # ranges, which a symbolic division hides.
     f = n.Var(fused)
-    lets.append((inner, _clamp(n.Add(lo_i, n.Mod(f, ext_i)), lo_i, ext_i), None))
-    lets.append((outer, _clamp(n.Add(lo_o, n.Div(f, ext_i)), lo_o, ext_o), None))
+    lets.append((inner, _promise_in(n.Add(lo_i, n.Mod(f, ext_i)), lo_i, ext_i), None))
+    lets.append((outer, _promise_in(n.Add(lo_o, n.Div(f, ext_i)), lo_o, ext_o), None))
 
 
-def _clamp(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:
-    return n.Min(n.Max(value, lo), n.Sub(n.Add(lo, extent), const(1)))
+def _promise_in(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:
+    return n.promise_clamped(value, lo, n.Sub(n.Add(lo, extent), const(1)))
 
 
 # --------------------------------------------------------------------- injection

@@ -175,3 +175,18 @@ def test_strided_and_transposed_inputs():
         np.testing.assert_allclose(f.realize(shape, inputs={inp: view}), expected, rtol=1e-6)
     with pytest.raises(halo.InputError, match="consecutive elements in its last dimension"):
         f.realize(out=np.zeros((9, 12), np.float32).T, inputs={inp: base})
+
+
+def test_split_producer_inside_a_split_consumer_reads_only_what_it_needs():
+    """A producer computed per tile and split again (vectorize(x, 2)) reads exactly the
+    input it needs: relaxing the tile loop must not decouple a range's start from its
+    extent (a false out-of-bounds error before promise_clamped)."""
+    xo, xi = halo.vars("xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f, g = halo.Func("f"), halo.Func("g")
+    f[x] = inp[x] * 2
+    g[x] = f[x] + 1
+    g.split(x, xo, xi, 4)
+    f.compute_at(g, xo).vectorize(x, 2)
+    data = np.arange(16, dtype=np.float32)
+    assert_matches_reference(g, (16,), {inp: data}, data * 2 + 1)

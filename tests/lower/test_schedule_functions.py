@@ -58,13 +58,15 @@ def test_pure_stage_is_one_loop_per_var_outermost_first():
 
 
 def test_split_with_guard_tail_recovers_x_by_a_let_and_guards_the_tail():
-    """tail="guard" rounds the outer loop up and skips the points past the end."""
+    """tail="guard" rounds the outer loop up and skips the points past the end; the let
+    promises bounds inference that x stays in its range where it is used."""
     f = pointwise()
     f.split(x, xo, xi, 4, tail="guard")
     expected = (
         "for f.s0.x.xo in range((f.s0.x.max - f.s0.x.min + 1 + 3) // 4):\n"
         "  for f.s0.x.xi in range(4):\n"
-        "    f.s0.x = f.s0.x.min + f.s0.x.xo * 4 + f.s0.x.xi\n"
+        "    f.s0.x = promise_clamped(f.s0.x.min + f.s0.x.xo * 4 + f.s0.x.xi, f.s0.x.min,"
+        " f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1)\n"
         "    if f.s0.x < f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1):\n"
         "      f[f.s0.y, f.s0.x] = inp[f.s0.y, f.s0.x] + 1.0\n")
     assert stmt_to_str(loop(lowered(f), "f.s0.x.xo")) == expected
@@ -90,8 +92,9 @@ def test_split_with_shift_inwards_tail_moves_the_last_iteration_back():
     expected = (
         "for f.s0.x.xo in range((f.s0.x.max - f.s0.x.min + 1 + 3) // 4):\n"
         "  for f.s0.x.xi in range(4):\n"
-        "    f.s0.x = f.s0.x.min + min(f.s0.x.xo * 4, f.s0.x.max - f.s0.x.min + 1 - 4)"
-        " + f.s0.x.xi\n"
+        "    f.s0.x = promise_clamped(f.s0.x.min + min(f.s0.x.xo * 4,"
+        " f.s0.x.max - f.s0.x.min + 1 - 4) + f.s0.x.xi, f.s0.x.min,"
+        " f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1)\n"
         "    if f.s0.x.min <= f.s0.x:\n"
         "      f[f.s0.y, f.s0.x] = inp[f.s0.y, f.s0.x] + 1.0\n")
     assert stmt_to_str(loop(lowered(f), "f.s0.x.xo")) == expected
@@ -128,8 +131,9 @@ def test_split_of_a_constant_extent_the_factor_divides_adds_no_guard():
         "for f.s0.x.xo in range((f.s0.x.max - f.s0.x.min + 1 + 7) // 8):\n"
         "  for f.s0.x.xi.xio in range((8 + 3) // 4):\n"
         "    for f.s0.x.xi.xii in range(4):\n"
-        "      f.s0.x.xi = 0 + f.s0.x.xi.xio * 4 + f.s0.x.xi.xii\n"
-        "      f.s0.x = f.s0.x.min + f.s0.x.xo * 8 + f.s0.x.xi\n"
+        "      f.s0.x.xi = promise_clamped(0 + f.s0.x.xi.xio * 4 + f.s0.x.xi.xii, 0, 0 + 8 - 1)\n"
+        "      f.s0.x = promise_clamped(f.s0.x.min + f.s0.x.xo * 8 + f.s0.x.xi, f.s0.x.min,"
+        " f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1)\n"
         "      if f.s0.x < f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1):\n"
         "        f[f.s0.y, f.s0.x] = inp[f.s0.y, f.s0.x] + 1.0\n")
     assert stmt_to_str(loop(lowered(f), "f.s0.x.xo")) == expected
@@ -143,23 +147,23 @@ def test_shift_inwards_on_a_constant_extent_of_at_least_the_factor_adds_no_guard
     stmt = lowered(f)
     assert nodes_of(stmt, n.IfThenElse) == []
     lets = {s.name: s.value for s in nodes_of(stmt, n.LetStmt)}
-    assert lets["f.s0.x.xi"] == n.Add(
+    assert lets["f.s0.x.xi"] == n.promise_clamped(n.Add(
         n.Add(n.const(0), n.Min(n.Mul(n.Var("f.s0.x.xi.xio"), n.const(3)),
                                 n.Sub(n.const(8), n.const(3)))),
-        n.Var("f.s0.x.xi.xii"))
+        n.Var("f.s0.x.xi.xii")), n.const(0), n.Sub(n.Add(n.const(0), n.const(8)), n.const(1)))
 
 
-def test_fuse_makes_one_loop_and_recovers_both_vars_with_clamped_lets():
+def test_fuse_makes_one_loop_and_recovers_both_vars_with_promised_ranges():
     """fuse(y, x, t) iterates y.extent * x.extent times; y and x come back by // and %,
-    clamped into their ranges so bounds inference can see them."""
+    with their ranges promised to bounds inference (a symbolic division hides them)."""
     f = pointwise()
     f.fuse(y, x, t)
     expected = (
         "for f.s0.t in range((f.s0.y.max - f.s0.y.min + 1) * (f.s0.x.max - f.s0.x.min + 1)):\n"
-        "  f.s0.y = min(max(f.s0.y.min + f.s0.t // (f.s0.x.max - f.s0.x.min + 1), f.s0.y.min),"
-        " f.s0.y.min + (f.s0.y.max - f.s0.y.min + 1) - 1)\n"
-        "  f.s0.x = min(max(f.s0.x.min + f.s0.t % (f.s0.x.max - f.s0.x.min + 1), f.s0.x.min),"
-        " f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1)\n"
+        "  f.s0.y = promise_clamped(f.s0.y.min + f.s0.t // (f.s0.x.max - f.s0.x.min + 1),"
+        " f.s0.y.min, f.s0.y.min + (f.s0.y.max - f.s0.y.min + 1) - 1)\n"
+        "  f.s0.x = promise_clamped(f.s0.x.min + f.s0.t % (f.s0.x.max - f.s0.x.min + 1),"
+        " f.s0.x.min, f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1)\n"
         "  f[f.s0.y, f.s0.x] = inp[f.s0.y, f.s0.x] + 1.0\n")
     assert stmt_to_str(loop(lowered(f), "f.s0.t")) == expected
 
