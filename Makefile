@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 
-.PHONY: venv demo test lint
+.PHONY: venv demo test lint bench
 
 venv: $(VENV)/.installed
 
@@ -16,8 +16,19 @@ $(VENV)/.installed: setup.cfg pyproject.toml
 demo: venv
 	$(VENV_PYTHON) -m apps.demo
 
+# `make bench BENCH_ARGS="--apps blur,matmul --repeats 3"` passes options through.
+BENCH_ARGS ?=
+
+bench: $(VENV)/.bench-installed
+	$(VENV_PYTHON) -m benchmarks.run $(BENCH_ARGS)
+
+# Halide for the benchmarks' Halide variants, installed once like the venv itself.
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(VENV_PYTHON) -m pip install --no-input -e '.[bench]'
+	touch $@
+
 test: venv
 	$(VENV_PYTHON) -m pytest -n 2 -q
 
 lint: venv
-	$(VENV)/bin/ruff check halo tests apps
+	$(VENV)/bin/ruff check halo tests apps benchmarks

@@ -1,0 +1,138 @@
+"""Harris corner response, as in Halide's apps/harris.
+
+    gray        = 0.299 R + 0.587 G + 0.114 B
+    Ix, Iy      = Sobel gradients of gray (scaled by 1/12)
+    Sxx, Syy, Sxy = 3x3 box sums of Ix*Ix, Iy*Iy, Ix*Iy
+    response    = det - 0.04 trace^2,  det = Sxx Syy - Sxy^2,  trace = Sxx + Syy
+
+The input is [c, y, x], 3 x 1536 x 2560. Like Halide's app there is no boundary
+condition: the response is computed where its 5x5 window lies inside the image, so the
+output is (H - 4) x (W - 4), and output[y, x] is the response centered at (y + 2, x + 2).
+Run `python -m apps.harris`.
+
+The schedule follows Halide's CPU schedule (vectorized rows, Ix and Iy computed ahead of
+the box sums, products and sums inlined), with two changes. halo has no sliding window
+yet, so instead of keeping Ix and Iy for a strip of rows and computing one new row per
+output row, the output is cut into tiles of 32 rows x 256 columns and Ix, Iy (34 x 258)
+are computed per tile: 6% of them twice, all of it in L2. And gray is computed per tile
+too (36 x 260): inlined, as in Halide's app, each gray pixel would be recomputed from the
+three channels 12 times (6 taps each in Ix and Iy). The strips of tiles run in parallel.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import halo
+
+TILE_ROWS, TILE_COLUMNS, VECTOR = 32, 256, 8
+LUMA = (0.299, 0.587, 0.114)
+K = 0.04
+
+
+def luma(channel):
+    """0.299 R + 0.587 G + 0.114 B of `channel(i)`."""
+    return LUMA[0] * channel(0) + LUMA[1] * channel(1) + LUMA[2] * channel(2)
+
+
+def sobel_x(at):
+    """d/dx of `at(dy, dx)` (halo Expr, Halide Expr or NumPy array alike), scaled by 1/12."""
+    return ((at(-1, 1) - at(-1, -1)) + 2 * (at(0, 1) - at(0, -1)) +
+            (at(1, 1) - at(1, -1))) * (1 / 12)
+
+
+def sobel_y(at):
+    """d/dy of `at(dy, dx)`, scaled by 1/12."""
+    return ((at(1, -1) - at(-1, -1)) + 2 * (at(1, 0) - at(-1, 0)) +
+            (at(1, 1) - at(-1, 1))) * (1 / 12)
+
+
+def box3x3(at):
+    """The sum of `at(dy, dx)` over the 3x3 window."""
+    return (at(-1, -1) + at(-1, 0) + at(-1, 1) + at(0, -1) + at(0, 0) + at(0, 1) +
+            at(1, -1) + at(1, 0) + at(1, 1))
+
+
+def response(sxx, syy, sxy):
+    """det - k trace^2 of the structure tensor."""
+    trace = sxx + syy
+    return sxx * syy - sxy * sxy - K * trace * trace
+
+
+def algorithm():
+    """Returns (image, output, {name: Func})."""
+    y, x = halo.vars("y x")
+    image = halo.ImageParam(halo.float32, 3, "image")  # [c, y, x]
+    # Every read is inside the image; the clamp only works around a halo bug (see
+    # schedule()).
+    clamped = halo.boundary.repeat_edge(image)
+    gray, ix, iy = halo.Func("gray"), halo.Func("Ix"), halo.Func("Iy")
+    gray[y, x] = luma(lambda c: clamped[c, y, x])
+    ix[y, x] = sobel_x(lambda dy, dx: gray[y + dy, x + dx])
+    iy[y, x] = sobel_y(lambda dy, dx: gray[y + dy, x + dx])
+    sxx, syy, sxy = halo.Func("Sxx"), halo.Func("Syy"), halo.Func("Sxy")
+    sxx[y, x] = box3x3(lambda dy, dx: ix[y + dy, x + dx] * ix[y + dy, x + dx])
+    syy[y, x] = box3x3(lambda dy, dx: iy[y + dy, x + dx] * iy[y + dy, x + dx])
+    sxy[y, x] = box3x3(lambda dy, dx: ix[y + dy, x + dx] * iy[y + dy, x + dx])
+    harris = halo.Func("harris")
+    harris[y, x] = response(sxx[y, x], syy[y, x], sxy[y, x])
+    output = halo.Func("output")
+    output[y, x] = harris[y + 2, x + 2]
+    return image, output, {"output": output, "harris": harris, "Sxx": sxx, "Syy": syy,
+                           "Sxy": sxy, "Ix": ix, "Iy": iy, "gray": gray}
+
+
+def schedule(funcs) -> None:
+    """Tiles of 32 x 256 pixels, a strip of tiles per task; gray, Ix, Iy per tile.
+
+    gray reads the image through repeat_edge because halo's input-region check
+    over-approximates the reads of a Func that is computed per tile and split again
+    (here by vectorize) and rejects the unclamped reads as out of bounds.
+    """
+    y, x, yo, xo, yi, xi = halo.vars("y x yo xo yi xi")
+    output = funcs["output"]
+    output.tile(y, x, yo, xo, yi, xi, TILE_ROWS, TILE_COLUMNS).parallel(yo) \
+        .vectorize(xi, VECTOR)
+    for name in ("gray", "Ix", "Iy"):
+        funcs[name].compute_at(output, xo).vectorize(funcs[name].args[-1], VECTOR)
+
+
+def numpy_harris(image: np.ndarray) -> np.ndarray:
+    gray = luma(lambda c: image[c])
+
+    def shifted(a: np.ndarray, margin: int):
+        """at(dy, dx) -> a[margin + dy + y, margin + dx + x] over the interior."""
+        h, w = a.shape[0] - 2 * margin, a.shape[1] - 2 * margin
+        return lambda dy, dx: a[margin + dy:margin + dy + h, margin + dx:margin + dx + w]
+
+    ix = sobel_x(shifted(gray, 1))
+    iy = sobel_y(shifted(gray, 1))
+    sxx = box3x3(shifted(ix * ix, 1))
+    syy = box3x3(shifted(iy * iy, 1))
+    sxy = box3x3(shifted(ix * iy, 1))
+    return response(sxx, syy, sxy)
+
+
+def make_inputs(shape=(3, 1536, 2560), seed: int = 0) -> dict[str, np.ndarray]:
+    return {"image": np.random.default_rng(seed).random(shape, dtype=np.float32)}
+
+
+def output_shape(image_shape) -> tuple[int, int]:
+    return image_shape[1] - 4, image_shape[2] - 4
+
+
+def main(shape=(3, 1536, 2560), repeats: int = 5) -> dict:
+    from apps.timing import median_time
+    inputs = make_inputs(shape)
+    image, out, funcs = algorithm()
+    schedule(funcs)
+    kernel = out.compile()
+    result = kernel(output_shape(shape), **inputs)
+    np.testing.assert_allclose(result, numpy_harris(**inputs), rtol=1e-4, atol=1e-6)
+    halo_s = median_time(lambda: kernel(out=result, **inputs), repeats)
+    numpy_s = median_time(lambda: numpy_harris(**inputs), repeats)
+    return {"app": "harris", "size": "x".join(map(str, shape)), "halo_ms": halo_s * 1e3,
+            "numpy_ms": numpy_s * 1e3}
+
+
+if __name__ == "__main__":
+    print(main())

@@ -1,0 +1,186 @@
+"""Measuring one case: build every variant, check their outputs against each other, and
+time them.
+
+The variants of a case run on the very same input arrays, with the same thread count.
+NumPy runs first: its output is the reference, and gives the others their output's shape
+and type. Each variant's first call (the one whose output is checked) is also its
+warm-up. The timed calls are interleaved, one call of each variant per round, so that
+the load of a shared machine drifting during a case weighs on all variants alike.
+
+A timed call is what a user's call costs: for halo, `kernel(out=..., **inputs)` with its
+checks of the inputs and of the regions the code will touch; for Halide, a compiled
+`Callable` on buffers that wrap the arrays (wrapped once, outside the timing).
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import halo
+from benchmarks.cases import Case
+
+# Variants in the order tables and charts show them.
+HALO, HALIDE, HALIDE_AUTO, NUMPY = "halo", "halide", "halide_auto", "numpy"
+VARIANTS = (HALO, HALIDE, HALIDE_AUTO, NUMPY)
+LABELS = {HALO: "halo", HALIDE: "Halide (same schedule)", HALIDE_AUTO: "Halide (Adams2019)",
+          NUMPY: "NumPy"}
+
+
+@dataclass
+class VariantResult:
+    """What one variant of one case did: its timed runs, or why it has none."""
+    build_s: float | None = None  # compiling (and autoscheduling) plus the first run
+    times_s: list[float] = field(default_factory=list)
+    error: str | None = None  # it could not be built or run
+    skipped: str | None = None  # it was not attempted, and why
+
+    @property
+    def median_s(self) -> float | None:
+        return float(np.median(self.times_s)) if self.times_s else None
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """Two variants whose outputs differ beyond the case's tolerance."""
+    a: str
+    b: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.a} vs {self.b}: {self.detail}"
+
+
+@dataclass
+class CaseResult:
+    """Everything measured for one case."""
+    app: str
+    size: str
+    flops: float | None
+    variants: dict[str, VariantResult]
+    mismatches: list[Mismatch] = field(default_factory=list)
+    # Texts worth keeping beside the numbers (loop nests, the autoscheduler's schedule),
+    # by file name.
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+    def median_ms(self, variant: str) -> float | None:
+        result = self.variants.get(variant)
+        median = result.median_s if result else None
+        return median * 1e3 if median is not None else None
+
+    def agrees(self, variant: str) -> bool:
+        """Whether the variant ran and matched the reference (NumPy). Disagreements
+        between two other variants are listed in `mismatches` too, but mark neither."""
+        return self.median_ms(variant) is not None and not any(
+            {variant, NUMPY} == {m.a, m.b} for m in self.mismatches)
+
+
+@dataclass
+class _Built:
+    run: Callable[[], object]
+    output: np.ndarray
+
+
+def measure(case: Case, threads: int, repeats: int, halide_twins=None,
+            skip: dict[str, str] | None = None) -> CaseResult:
+    """Run every variant of `case`. `halide_twins` is that module, or None (then `skip`
+    must name both Halide variants); `skip` maps the variants not to run to the reason."""
+    skip = skip or {}
+    inputs = case.make_inputs()
+    result = CaseResult(case.app, case.size, case.flops, {})
+    reference = case.numpy(**inputs)
+    builders: dict[str, Callable[[], _Built]] = {
+        HALO: lambda: _halo(case, inputs, reference, threads, result),
+        NUMPY: lambda: _Built(lambda: case.numpy(**inputs), reference),
+        HALIDE: lambda: _halide(halide_twins, case, inputs, reference, result),
+        HALIDE_AUTO: lambda: _halide_auto(halide_twins, case, inputs, reference, threads,
+                                          result),
+    }
+    built: dict[str, _Built] = {}
+    for name in VARIANTS:
+        if name in skip:
+            result.variants[name] = VariantResult(skipped=skip[name])
+            continue
+        variant = result.variants[name] = VariantResult()
+        start = time.perf_counter()
+        try:
+            built[name] = builders[name]()
+        except Exception as error:  # noqa: BLE001 - any failure is reported, not fatal
+            variant.error = f"{type(error).__name__}: {error}"
+            traceback.print_exc()
+            continue
+        variant.build_s = time.perf_counter() - start
+    result.mismatches = _compare_all({name: b.output for name, b in built.items()}, case)
+    for _ in range(repeats):
+        for name, b in built.items():
+            start = time.perf_counter()
+            b.run()
+            result.variants[name].times_s.append(time.perf_counter() - start)
+    return result
+
+
+def _halo(case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
+          threads: int, result: CaseResult) -> _Built:
+    *_, output_func, funcs = case.module.algorithm()
+    case.module.schedule(funcs)
+    target = halo.Target("host", threads=threads)
+    kernel = output_func.compile(target)
+    loop_nest = io.StringIO()
+    with contextlib.redirect_stdout(loop_nest):
+        output_func.print_loop_nest(target)
+    result.artifacts["halo_loop_nest.txt"] = loop_nest.getvalue()
+    out = np.empty_like(reference)
+
+    def run() -> None:
+        kernel(out=out, **inputs)
+    run()
+    return _Built(run, out)
+
+
+def _halide(twins, case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
+            result: CaseResult) -> _Built:
+    halide_run = twins.compile_hand_scheduled(case.app, inputs)
+    result.artifacts["halide_loop_nest.txt"] = twins.loop_nest(case.app)
+    out = np.empty_like(reference)
+    halide_run(out)
+    return _Built(lambda: halide_run(out), out)
+
+
+def _halide_auto(twins, case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
+                 threads: int, result: CaseResult) -> _Built:
+    halide_run, source = twins.compile_autoscheduled(case.app, inputs, reference.shape,
+                                                     threads)
+    result.artifacts[f"{twins.AUTOSCHEDULER.lower()}_schedule.txt"] = source
+    out = np.empty_like(reference)
+    halide_run(out)
+    return _Built(lambda: halide_run(out), out)
+
+
+def _compare_all(outputs: dict[str, np.ndarray], case: Case) -> list[Mismatch]:
+    """Every pair of outputs, compared with the case's tolerance; the disagreements."""
+    mismatches = []
+    for (a, out_a), (b, out_b) in itertools.combinations(outputs.items(), 2):
+        detail = _difference(out_a, out_b, case)
+        if detail:
+            mismatches.append(Mismatch(a, b, detail))
+    return mismatches
+
+
+def _difference(a: np.ndarray, b: np.ndarray, case: Case) -> str | None:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return f"shape/type {a.shape} {a.dtype} vs {b.shape} {b.dtype}"
+    if np.issubdtype(a.dtype, np.floating):
+        bad = ~np.isclose(a, b, rtol=case.rtol, atol=case.atol)
+    else:
+        bad = a != b
+    if not bad.any():
+        return None
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    return (f"{int(bad.sum())} of {a.size} elements differ beyond rtol={case.rtol}, "
+            f"atol={case.atol}; first at {where}: {a[where].item()!r} vs {b[where].item()!r}")
