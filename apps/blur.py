@@ -35,20 +35,13 @@ def numpy_blur(image: np.ndarray) -> np.ndarray:
 
 
 def main(shape=(4800, 6400), repeats: int = 5) -> dict:
-    from apps.timing import median_time
-    rng = np.random.default_rng(0)
-    image = rng.random(shape, dtype=np.float32)
-    inp, out, funcs = algorithm()
+    from apps.timing import check_and_time
+    image = np.random.default_rng(0).random(shape, dtype=np.float32)
+    _, out, funcs = algorithm()
     schedule(funcs)
-    kernel = out.compile()
-    result = kernel(shape, inp=image)
-    expected = numpy_blur(image)
-    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
-    halo_s = median_time(lambda: kernel(out=result, inp=image), repeats)
-    numpy_s = median_time(lambda: numpy_blur(image), repeats)
-    return {"app": "blur", "size": "x".join(map(str, shape)), "halo_ms": halo_s * 1e3,
-            "numpy_ms": numpy_s * 1e3}
-
+    return check_and_time("blur", "x".join(map(str, shape)), out.compile(), shape,
+                          {"inp": image}, lambda inp: numpy_blur(inp), repeats,
+                          rtol=1e-5, atol=1e-6)
 
 if __name__ == "__main__":
     print(main())

@@ -97,21 +97,15 @@ def make_inputs(shape=(1, 64, 64, 56, 56), seed: int = 0) -> dict[str, np.ndarra
 
 
 def main(shape=(1, 64, 64, 56, 56), repeats: int = 5) -> dict:
-    from apps.timing import median_time
-    batch, _, c_out, height, width = shape
-    inputs = make_inputs(shape)
+    from apps.timing import check_and_time
+    batch, c_in, c_out, height, width = shape
     *_, out, funcs = algorithm()
     schedule(funcs)
-    kernel = out.compile()
-    result = kernel((batch, c_out, height, width), **inputs)
-    np.testing.assert_allclose(result, numpy_conv_relu(**inputs),
-                               rtol=1e-4, atol=1e-4)
-    halo_s = median_time(lambda: kernel(out=result, **inputs), repeats)
-    numpy_s = median_time(lambda: numpy_conv_relu(**inputs), repeats)
-    flops = 2 * batch * c_out * height * width * shape[1] * 9
-    return {"app": "conv_relu", "size": "x".join(map(str, shape)), "halo_ms": halo_s * 1e3,
-            "numpy_ms": numpy_s * 1e3, "halo_gflops": flops / halo_s / 1e9}
-
+    row = check_and_time("conv_relu", "x".join(map(str, shape)), out.compile(),
+                         (batch, c_out, height, width), make_inputs(shape), numpy_conv_relu,
+                         repeats, rtol=1e-4, atol=1e-4)
+    flops = 2 * batch * c_out * height * width * c_in * 9
+    return {**row, "halo_gflops": flops / row["halo_s"] / 1e9}
 
 if __name__ == "__main__":
     print(main())

@@ -121,18 +121,12 @@ def output_shape(image_shape) -> tuple[int, int]:
 
 
 def main(shape=(3, 1536, 2560), repeats: int = 5) -> dict:
-    from apps.timing import median_time
-    inputs = make_inputs(shape)
-    image, out, funcs = algorithm()
+    from apps.timing import check_and_time
+    _, out, funcs = algorithm()
     schedule(funcs)
-    kernel = out.compile()
-    result = kernel(output_shape(shape), **inputs)
-    np.testing.assert_allclose(result, numpy_harris(**inputs), rtol=1e-4, atol=1e-6)
-    halo_s = median_time(lambda: kernel(out=result, **inputs), repeats)
-    numpy_s = median_time(lambda: numpy_harris(**inputs), repeats)
-    return {"app": "harris", "size": "x".join(map(str, shape)), "halo_ms": halo_s * 1e3,
-            "numpy_ms": numpy_s * 1e3}
-
+    return check_and_time("harris", "x".join(map(str, shape)), out.compile(),
+                          output_shape(shape), make_inputs(shape), numpy_harris, repeats,
+                          rtol=1e-4, atol=1e-6)
 
 if __name__ == "__main__":
     print(main())

@@ -52,18 +52,11 @@ def make_inputs(shape=(4096, 4096), seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def main(shape=(4096, 4096), repeats: int = 5) -> dict:
-    from apps.timing import median_time
-    inputs = make_inputs(shape)
-    image, hist, funcs = algorithm()
+    from apps.timing import check_and_time
+    _, hist, funcs = algorithm()
     schedule(funcs)
-    kernel = hist.compile()
-    result = kernel((BINS,), **inputs)
-    np.testing.assert_array_equal(result, numpy_histogram(**inputs))
-    halo_s = median_time(lambda: kernel(out=result, **inputs), repeats)
-    numpy_s = median_time(lambda: numpy_histogram(**inputs), repeats)
-    return {"app": "histogram", "size": "x".join(map(str, shape)), "halo_ms": halo_s * 1e3,
-            "numpy_ms": numpy_s * 1e3}
-
+    return check_and_time("histogram", "x".join(map(str, shape)), hist.compile(), (BINS,),
+                          make_inputs(shape), numpy_histogram, repeats)
 
 if __name__ == "__main__":
     print(main())

@@ -41,20 +41,15 @@ def schedule(funcs) -> None:
 
 
 def main(n: int = 512, repeats: int = 3) -> dict:
-    from apps.timing import median_time
+    from apps.timing import check_and_time
     rng = np.random.default_rng(0)
-    a = rng.random((n, n), dtype=np.float32)
-    b = rng.random((n, n), dtype=np.float32)
-    A, B, C, funcs = algorithm()
+    inputs = {"A": rng.random((n, n), dtype=np.float32),
+              "B": rng.random((n, n), dtype=np.float32)}
+    *_, C, funcs = algorithm()
     schedule(funcs)
-    kernel = C.compile()
-    result = kernel((n, n), A=a, B=b)
-    np.testing.assert_allclose(result, a @ b, rtol=1e-4, atol=1e-3)
-    halo_s = median_time(lambda: kernel(out=result, A=a, B=b), repeats)
-    numpy_s = median_time(lambda: a @ b, repeats)
-    return {"app": "matmul", "size": f"{n}^3", "halo_ms": halo_s * 1e3,
-            "numpy_ms": numpy_s * 1e3, "halo_gflops": 2 * n**3 / halo_s / 1e9}
-
+    row = check_and_time("matmul", f"{n}^3", C.compile(), (n, n), inputs,
+                         lambda A, B: A @ B, repeats, rtol=1e-4, atol=1e-3)
+    return {**row, "halo_gflops": 2 * n**3 / row["halo_s"] / 1e9}
 
 if __name__ == "__main__":
     print(main())

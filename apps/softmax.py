@@ -63,18 +63,11 @@ def make_inputs(shape=(4096, 1024), seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def main(shape=(4096, 1024), repeats: int = 5) -> dict:
-    from apps.timing import median_time
-    inputs = make_inputs(shape)
-    x, out, funcs = algorithm()
+    from apps.timing import check_and_time
+    _, out, funcs = algorithm()
     schedule(funcs)
-    kernel = out.compile()
-    result = kernel(shape, **inputs)
-    np.testing.assert_allclose(result, numpy_softmax(**inputs), rtol=1e-4, atol=1e-7)
-    halo_s = median_time(lambda: kernel(out=result, **inputs), repeats)
-    numpy_s = median_time(lambda: numpy_softmax(**inputs), repeats)
-    return {"app": "softmax", "size": "x".join(map(str, shape)), "halo_ms": halo_s * 1e3,
-            "numpy_ms": numpy_s * 1e3}
-
+    return check_and_time("softmax", "x".join(map(str, shape)), out.compile(), shape,
+                          make_inputs(shape), numpy_softmax, repeats, rtol=1e-4, atol=1e-7)
 
 if __name__ == "__main__":
     print(main())

@@ -98,18 +98,11 @@ def make_inputs(shape=(3, 1536, 2560), seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def main(shape=(3, 1536, 2560), repeats: int = 5) -> dict:
-    from apps.timing import median_time
-    inputs = make_inputs(shape)
-    image, out, funcs = algorithm()
+    from apps.timing import check_and_time
+    _, out, funcs = algorithm()
     schedule(funcs)
-    kernel = out.compile()
-    result = kernel(shape, **inputs)
-    np.testing.assert_allclose(result, numpy_unsharp(**inputs), rtol=1e-4, atol=1e-5)
-    halo_s = median_time(lambda: kernel(out=result, **inputs), repeats)
-    numpy_s = median_time(lambda: numpy_unsharp(**inputs), repeats)
-    return {"app": "unsharp", "size": "x".join(map(str, shape)), "halo_ms": halo_s * 1e3,
-            "numpy_ms": numpy_s * 1e3}
-
+    return check_and_time("unsharp", "x".join(map(str, shape)), out.compile(), shape,
+                          make_inputs(shape), numpy_unsharp, repeats, rtol=1e-4, atol=1e-5)
 
 if __name__ == "__main__":
     print(main())
