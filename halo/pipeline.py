@@ -13,11 +13,11 @@ from numbers import Integral
 
 import numpy as np
 
-from halo.analysis.simplify import simplify
+from halo.backends.host_checks import compile_checks
 from halo.errors import HaloError, InputError, InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import loop_nest_to_str
-from halo.ir.substitute import free_vars, substitute
+from halo.ir.substitute import free_vars
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Func
 from halo.lower.bounds_inference import RegionCheck, describe
@@ -110,6 +110,7 @@ class Kernel:
         self.target = target
         env = lowered.env
         self.output_names = [f.name for f in env.outputs]
+        self._checks = compile_checks(lowered.checks)
         buffers = [*env.inputs, *self.output_names]
         scalars = sorted(free_vars(lowered.stmt) - set(buffers))
         known = set(env.params) | {f"{b}.{field}.{i}" for b in buffers
@@ -194,17 +195,9 @@ class Kernel:
         return [np.empty(shape, dtype=f.type.numpy) for f in funcs]
 
     def _check_regions(self, values: dict[str, object]) -> None:
-        consts = {k: n.const(v, n.Var(k).type) for k, v in values.items()
-                  if not isinstance(v, float)}
-        consts.update({k: n.const(v, self.lowered.env.params[k].type)
-                       for k, v in values.items() if k in self.lowered.env.params})
-        for check in self.lowered.checks:
-            lo, hi, lo_ok, extent = (_evaluate(e, consts) for e in
-                                     (check.lo, check.hi, check.min, check.extent))
-            if hi < lo:
-                continue  # nothing is accessed
-            if lo < lo_ok or hi > lo_ok + extent - 1:
-                raise describe(check, lo, hi, lo_ok, extent)
+        failed = self._checks(values)
+        if failed is not None:
+            raise describe(*failed)
 
 
 def _unit_last_stride(a: np.ndarray) -> np.ndarray:
@@ -213,13 +206,6 @@ def _unit_last_stride(a: np.ndarray) -> np.ndarray:
     if a.ndim == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize:
         return a
     return np.ascontiguousarray(a)
-
-
-def _evaluate(e: n.Expr, consts: dict[str, n.Expr]) -> int:
-    value = simplify(substitute(e, consts))
-    if not isinstance(value, n.Const):
-        raise InternalError(f"region check did not evaluate to a constant: {value}")
-    return int(value.value)
 
 
 def _describe(a: object) -> str:
