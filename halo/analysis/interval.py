@@ -161,8 +161,14 @@ class IntervalAnalysis:
                 inner = {**scope, name: self._of(value, scope)}
                 return self._of(body, inner)
             case n.Call(name="promise_clamped", args=(value, lo, hi)):
+                v = self._of(value, scope)
                 promised = Interval(self._of(lo, scope).min, self._of(hi, scope).max)
-                return self.intersect(self._of(value, scope), promised)
+                if v.is_point and promised.is_bounded:
+                    # Keep the promise in the result, so relaxing it later (over a loop)
+                    # still finds both bounds.
+                    return Interval.point(n.promise_clamped(v.min, promised.min,
+                                                            promised.max))
+                return self.intersect(v, promised)
             case n.Call(kind=kind) if kind is not n.CallKind.MATH:
                 return type_range(e.type) if _is_narrow(e.type) else Interval.everything()
             case n.Load():

@@ -57,11 +57,18 @@ def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
         lets += _stage_lets(name, region, region, ctx)
     stmt = _wrap(lets, stmt)
     _record_checks(stmt, ctx)
+    ctx.checks[:] = [_strip_promises(c) for c in ctx.checks]
     return _strip_promises(stmt)
 
 
 def _strip_promises(node):
-    """The promises (`promise_clamped`) were for this pass; later ones get plain values."""
+    """The promises (`promise_clamped`) were for this pass; later ones get plain values.
+    `node` is IR or a RegionCheck."""
+    if isinstance(node, RegionCheck):
+        return RegionCheck(node.name, node.dim, *(_strip_promises(e) for e in
+                                                  (node.lo, node.hi, node.min, node.extent)),
+                           node.what)
+
     def strip(x):
         if isinstance(x, n.Call) and x.name == "promise_clamped":
             return _strip_promises(x.args[0])

@@ -190,3 +190,23 @@ def test_split_producer_inside_a_split_consumer_reads_only_what_it_needs():
     f.compute_at(g, xo).vectorize(x, 2)
     data = np.arange(16, dtype=np.float32)
     assert_matches_reference(g, (16,), {inp: data}, data * 2 + 1)
+
+
+def test_producer_inside_a_fused_update_loop_stored_at_root():
+    """A producer computed inside a fused update loop, stored at root and split with
+    round_up, gets a bounded allocation (found by random schedules: the promised range of
+    a fused variable was lost when bounds were relaxed again)."""
+    t, v4, v5 = halo.vars("t v4 v5")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    b, c = halo.Func("b"), halo.Func("c")
+    b[y, x] = inp[y, x] * 2.0
+    r = halo.RDom((-1, 3), name="r")
+    c[y, x] = 0.0
+    c[y, x] += b[y, x + r + 1] * 0.5
+    c.update(0).reorder(r.x, y, x).fuse(y, x, t)
+    b.split(y, v4, v5, 3, tail="round_up").store_root().compute_at(c.update(0), t)
+    # round_up makes b compute whole blocks of 3 rows, and relaxing the fused loop
+    # bounds them conservatively: the input has rows to spare.
+    image = np.random.default_rng(14).random((12, 12), dtype=np.float32)
+    expected = image[:6, 0:8] + image[:6, 1:9] + image[:6, 2:10]  # 0.5 * 2 * (3 taps)
+    assert_matches_reference(c, (6, 8), {inp: image}, expected, rtol=1e-5)
