@@ -13,10 +13,12 @@ unique. Loop bounds of pure dimensions refer to `f.s{k}.{v}.min` / `.max`, which
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import block, const
-from halo.ir.substitute import substitute
+from halo.ir.substitute import substitute, var_names
 from halo.ir.visitor import IRMutator, walk
 from halo.lang.func import Definition
 from halo.lower.context import LowerContext
@@ -64,12 +66,13 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
             lo, hi = n.Var(var + ".min"), n.Var(var + ".max")
             bounds[var] = (lo, n.Add(n.Sub(hi, lo), const(1)))
 
-    lets: list[tuple[str, n.Expr, n.Expr | None]] = []  # (name, value, guard)
+    lets: list[_Let] = []
     for t in sched.transforms:  # (a Reorder only moved loops: sched.dims has the result)
         if isinstance(t, Split):
             _apply_split(t, ir_name, bounds, lets, k)
         elif isinstance(t, Fuse):
             _apply_fuse(t, prefix, ir_name, bounds, lets)
+    lets = _drop_broken_promises(lets)
 
     replace = {v: n.Var(prefix + v) for v in [*definition.pure_var_names(), *rvars]}
     args = tuple(substitute(a, replace) for a in definition.args)
@@ -81,7 +84,7 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     # A later transformation defines the variables an earlier one's let reads, so the
     # earliest let is innermost. Each tail guard sits right inside the let it tests, so
     # the lets inside it (and bounds inference) see the guarded range.
-    for name, value, guard in lets:
+    for name, value, guard, _ in lets:
         if guard is not None:
             body = n.IfThenElse(guard, body)
         body = n.LetStmt(name, value, body)
@@ -92,6 +95,39 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
         ctx.loop_labels[var] = f"{func}{'' if k == 0 else f'.update({k - 1})'} loop {d.name}"
     ctx.loop_names[(func, k)] = ir_name
     return body
+
+
+class _Let(NamedTuple):
+    """A variable rebuilt from split or fused loops: its value, the tail guard that must
+    hold for the point to be computed, and whether it may leave its range (a round_up
+    split computes past the end)."""
+    name: str
+    value: n.Expr
+    guard: n.Expr | None = None
+    overflows: bool = False
+
+
+def _drop_broken_promises(lets: list[_Let]) -> list[_Let]:
+    """A variable rebuilt from one that may leave its range (a round_up split's, or one
+    rebuilt from such a variable) may leave its own range too: its let can't promise one."""
+    overflowing = {let.name for let in lets if let.overflows}
+    out = list(lets)
+    changed = True
+    while changed:
+        changed = False
+        for k, let in enumerate(out):
+            if let.name not in overflowing and var_names(let.value) & overflowing:
+                overflowing.add(let.name)
+                out[k] = let._replace(value=_without_promise(let.value), overflows=True)
+                changed = True
+    return out
+
+
+def _without_promise(value: n.Expr) -> n.Expr:
+    match value:
+        case n.Call(name="promise_clamped", args=(inner, _, _)):
+            return inner
+    return value
 
 
 def _initial_dims(definition: Definition, sched: StageSchedule) -> list[str]:
@@ -117,13 +153,14 @@ def _apply_split(t: Split, ir_name, bounds, lets, k: int) -> None:
         # only an extent smaller than the factor shifts below lo
         needs_guard = not divides and not (isinstance(extent, n.Const)
                                            and extent.value >= t.factor)
-        lets.append((old, n.promise_clamped(n.Add(n.Add(lo, base), i), lo, last),
-                     n.LE(lo, n.Var(old)) if needs_guard else None))
+        lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, base), i), lo, last),
+                         n.LE(lo, n.Var(old)) if needs_guard else None))
     elif tail == "guard":
-        lets.append((old, n.promise_clamped(n.Add(n.Add(lo, n.Mul(o, factor)), i), lo, last),
-                     n.LT(n.Var(old), n.Add(lo, extent)) if not divides else None))
+        lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, n.Mul(o, factor)), i), lo,
+                                                last),
+                         n.LT(n.Var(old), n.Add(lo, extent)) if not divides else None))
     else:  # round_up computes past the end on purpose: no promise
-        lets.append((old, n.Add(n.Add(lo, n.Mul(o, factor)), i), None))
+        lets.append(_Let(old, n.Add(n.Add(lo, n.Mul(o, factor)), i), overflows=not divides))
 
 
 def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
@@ -135,8 +172,8 @@ def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
     # Both results are in range by construction; the promises show bounds inference the
     # ranges, which a symbolic division hides.
     f = n.Var(fused)
-    lets.append((inner, _promise_in(n.Add(lo_i, n.Mod(f, ext_i)), lo_i, ext_i), None))
-    lets.append((outer, _promise_in(n.Add(lo_o, n.Div(f, ext_i)), lo_o, ext_o), None))
+    lets.append(_Let(inner, _promise_in(n.Add(lo_i, n.Mod(f, ext_i)), lo_i, ext_i)))
+    lets.append(_Let(outer, _promise_in(n.Add(lo_o, n.Div(f, ext_i)), lo_o, ext_o)))
 
 
 def _promise_in(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:

@@ -382,3 +382,25 @@ def test_a_root_func_reading_an_output_is_produced_after_that_output():
     writes_f = _first_index(stmt, lambda s: isinstance(s, n.Provide) and s.name == "f")
     reads_f = _first_index(stmt, lambda e: isinstance(e, n.Call) and e.name == "f")
     assert writes_f < reads_f, stmt_to_str(stmt)
+
+
+def test_round_up_inside_a_split_voids_the_outer_promise():
+    """A round_up split of an inner loop lets it run past its range, so the variable
+    rebuilt from it may leave its range too: no promise on x (a false promise made the
+    allocation too small and writes overran the heap; found by random schedules)."""
+    f = pointwise()
+    v6, v7 = halo.vars("v6 v7")
+    f.split(x, xo, xi, 4).split(xi, v6, v7, 3, tail="round_up")
+    lets = {s.name: s.value for s in nodes_of(lowered(f), n.LetStmt)}
+    assert not nodes_of(lets["f.s0.x"], n.Call)
+    assert not nodes_of(lets["f.s0.x.xi"], n.Call)
+
+
+def test_guarded_and_shifted_splits_promise_their_range():
+    """Without round_up below them, rebuilt variables promise their range to bounds
+    inference."""
+    f = pointwise()
+    f.split(x, xo, xi, 4).split(y, yo, yi, 3, tail="guard")
+    lets = {s.name: s.value for s in nodes_of(lowered(f), n.LetStmt)}
+    for name in ("f.s0.x", "f.s0.y"):
+        assert isinstance(lets[name], n.Call) and lets[name].name == "promise_clamped"
