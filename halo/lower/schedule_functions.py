@@ -109,7 +109,9 @@ class _Let(NamedTuple):
 
 def _drop_broken_promises(lets: list[_Let]) -> list[_Let]:
     """A variable rebuilt from one that may leave its range (a round_up split's, or one
-    rebuilt from such a variable) may leave its own range too: its let can't promise one."""
+    rebuilt from such a variable) may leave its own range too, so its let can't just
+    promise one: it clamps into it instead. round_up is only allowed on pure stages,
+    where computing a clamped point again changes nothing."""
     overflowing = {let.name for let in lets if let.overflows}
     out = list(lets)
     changed = True
@@ -118,15 +120,16 @@ def _drop_broken_promises(lets: list[_Let]) -> list[_Let]:
         for k, let in enumerate(out):
             if let.name not in overflowing and var_names(let.value) & overflowing:
                 overflowing.add(let.name)
-                out[k] = let._replace(value=_without_promise(let.value), overflows=True)
+                out[k] = let._replace(value=_clamped(let.value), overflows=True)
                 changed = True
     return out
 
 
-def _without_promise(value: n.Expr) -> n.Expr:
+def _clamped(value: n.Expr) -> n.Expr:
+    """promise_clamped(v, lo, hi) made real: min(max(v, lo), hi)."""
     match value:
-        case n.Call(name="promise_clamped", args=(inner, _, _)):
-            return inner
+        case n.Call(name="promise_clamped", args=(inner, lo, hi)):
+            return n.Min(n.Max(inner, lo), hi)
     return value
 
 

@@ -384,15 +384,17 @@ def test_a_root_func_reading_an_output_is_produced_after_that_output():
     assert writes_f < reads_f, stmt_to_str(stmt)
 
 
-def test_round_up_inside_a_split_voids_the_outer_promise():
+def test_round_up_inside_a_split_turns_the_outer_promise_into_a_clamp():
     """A round_up split of an inner loop lets it run past its range, so the variable
-    rebuilt from it may leave its range too: no promise on x (a false promise made the
-    allocation too small and writes overran the heap; found by random schedules)."""
+    rebuilt from it would too: x is clamped into its range instead of promised (a false
+    promise made the allocation too small and writes overran the heap; found by random
+    schedules)."""
     f = pointwise()
     v6, v7 = halo.vars("v6 v7")
     f.split(x, xo, xi, 4).split(xi, v6, v7, 3, tail="round_up")
     lets = {s.name: s.value for s in nodes_of(lowered(f), n.LetStmt)}
     assert not nodes_of(lets["f.s0.x"], n.Call)
+    assert isinstance(lets["f.s0.x"], n.Min) and isinstance(lets["f.s0.x"].a, n.Max)
     assert not nodes_of(lets["f.s0.x.xi"], n.Call)
 
 
