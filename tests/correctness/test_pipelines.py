@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 import halo
+from halo.ir import nodes as n
+from halo.ir.visitor import walk
 
 from .conftest import assert_matches_reference
 
@@ -210,3 +212,34 @@ def test_producer_inside_a_fused_update_loop_stored_at_root():
     image = np.random.default_rng(14).random((12, 12), dtype=np.float32)
     expected = image[:6, 0:8] + image[:6, 1:9] + image[:6, 2:10]  # 0.5 * 2 * (3 taps)
     assert_matches_reference(c, (6, 8), {inp: image}, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("width", [2, 3])
+def test_vectorized_func_on_the_stack(width):
+    """A small Func computed per point of its consumer lives on the stack, and its
+    vectorized row is stored and loaded as one vector (found by random schedules)."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    b, c = halo.Func("b"), halo.Func("c")
+    b[y, x] = inp[y, x] * 2.0
+    c[y, x] = b[y, x] + b[y, x + width - 1]
+    b.compute_at(c, x).vectorize(x)
+    image = np.random.default_rng(15).random((5, 16), dtype=np.float32)
+    stmt = c.lower().stmt
+    assert any(isinstance(a, n.Allocate) and a.scope == "stack" for a in walk(stmt))
+    assert any(isinstance(s, n.Store) and isinstance(s.index, n.Ramp) for s in walk(stmt))
+    assert_matches_reference(c, (5, 11), {inp: image},
+                             2 * (image[:, :11] + image[:, width - 1:width + 10]))
+
+
+def test_masked_vector_tail_on_the_stack():
+    """A guarded vector tail writes a stack buffer through masked stores (the masked
+    intrinsics take an untyped pointer; a stack buffer's is typed)."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    b, c = halo.Func("b"), halo.Func("c")
+    b[y, x] = inp[y, x] * 2.0
+    c[y, x] = b[y, x] + b[y, x + 2]
+    b.compute_at(c, x).split(x, xo, xi, 4, tail="guard").vectorize(xi)
+    image = np.random.default_rng(16).random((4, 12), dtype=np.float32)
+    stmt = c.lower().stmt
+    assert any(isinstance(s, n.Store) and s.predicate is not None for s in walk(stmt))
+    assert_matches_reference(c, (4, 10), {inp: image}, 2 * (image[:, :10] + image[:, 2:12]))

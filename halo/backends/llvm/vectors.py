@@ -120,13 +120,22 @@ def dense_span(index: n.Expr) -> DenseSpan | None:
     return None
 
 
+def _as_pointer_to(b: ir.IRBuilder, address: ir.Value, target: ir.Type) -> ir.Value:
+    """`address` as a pointer of type `target` (a vector's pointer, or the opaque pointer
+    the masked intrinsics take): a stack buffer's address is a typed `float*`."""
+    return address if address.type == target else b.bitcast(address, target)
+
+
 def load(b: ir.IRBuilder, memory_type: ir.VectorType, address: ir.Value,
          mask: ir.Value | None, alignment: int, reversed: bool = False) -> ir.Value:
     """The `memory_type.count` consecutive elements at `address`, only those of the enabled
     lanes of `mask` when it is given; `reversed`: lane 0 is the last element."""
     if mask is None:
+        address = _as_pointer_to(b, address, address.type if address.type.is_opaque
+                                 else memory_type.as_pointer())
         value = b.load(address, typ=memory_type, align=alignment)
     else:
+        address = _as_pointer_to(b, address, POINTER)
         intrinsic = declare_intrinsic(
             b.module, "llvm.masked.load", [memory_type, POINTER],
             ir.FunctionType(memory_type, [POINTER, _ALIGNMENT, mask.type, memory_type]))
@@ -144,8 +153,11 @@ def store(b: ir.IRBuilder, value: ir.Value, address: ir.Value, mask: ir.Value | 
         value = reverse(b, value)
         mask = None if mask is None else reverse(b, mask)
     if mask is None:
+        address = _as_pointer_to(b, address, address.type if address.type.is_opaque
+                                 else value.type.as_pointer())
         b.store(value, address, align=alignment)
         return
+    address = _as_pointer_to(b, address, POINTER)
     intrinsic = declare_intrinsic(
         b.module, "llvm.masked.store", [value.type, POINTER],
         ir.FunctionType(ir.VoidType(), [value.type, POINTER, _ALIGNMENT, mask.type]))
