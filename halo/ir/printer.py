@@ -7,7 +7,7 @@ and casts of other types print as `uint8(3)`.
 from __future__ import annotations
 
 from halo.ir import nodes as n
-from halo.ir.types import Type, bool_, float32, int32
+from halo.ir.types import bool_, float32, int32
 
 _BARE_TYPES = (int32, float32, bool_)
 
@@ -148,10 +148,6 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
                 _stmt(c, ind, out)
         case _:
             raise TypeError(f"not a statement: {s!r}")
-
-
-def type_to_str(t: Type) -> str:
-    return str(t)
 
 
 def loop_nest_to_str(s: n.Stmt) -> str:

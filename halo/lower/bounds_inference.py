@@ -226,19 +226,26 @@ def _storage_lets(realize: n.Realize, f) -> n.Stmt:
     return _wrap(lets, body)
 
 
+def _region_checks(name: str, box, what: str, mins, unbounded: str) -> list[RegionCheck]:
+    """One check per dimension that `box` (what the code touches of array `name`) lies
+    in [mins[i], mins[i] + extent); `unbounded` (formatted with the dimension `i`) is the
+    error when halo can't bound the access."""
+    checks = []
+    for i, iv in enumerate(box or ()):
+        if not iv.is_bounded:
+            raise BoundsError(unbounded.format(i=i))
+        checks.append(RegionCheck(name, i, simplify(iv.min), simplify(iv.max), mins[i],
+                                  n.Var(f"{name}.extent.{i}"), what))
+    return checks
+
+
 def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
-    for name in ctx.env.inputs:
-        box = boxes_touched(stmt, name, calls=True)
-        if box is None:
-            continue
-        for i, iv in enumerate(box):
-            if not iv.is_bounded:
-                raise BoundsError(
-                    f"can't bound where input {name} is read in dimension {i}: the index is "
-                    "data-dependent or unbounded. Clamp it (halo.clamp(index, 0, "
-                    f"{name}.shape[{i}] - 1)) or read {name} through a boundary condition")
-            ctx.checks.append(RegionCheck(name, i, simplify(iv.min), simplify(iv.max),
-                                          const(0), n.Var(f"{name}.extent.{i}"), "input"))
+    for name, inp in ctx.env.inputs.items():
+        ctx.checks += _region_checks(
+            name, boxes_touched(stmt, name, calls=True), "input", [const(0)] * inp.ndim,
+            f"can't bound where input {name} is read in dimension {{i}}: the index is "
+            "data-dependent or unbounded. Clamp it (halo.clamp(index, 0, "
+            f"{name}.shape[{{i}}] - 1)) or read {name} through a boundary condition")
     for name, f in ctx.env.funcs.items():
         if ctx.compute_levels[name].kind == "inline":
             continue
@@ -252,16 +259,13 @@ def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
                     name, i, simplify(used[i].min), simplify(used[i].max), simplify(iv.min),
                     simplify(n.Add(n.Sub(iv.max, iv.min), const(1))), "bound"))
     for name in ctx.outputs:  # what is written, and what other Funcs read of an output
-        box = boxes_touched(stmt, name, provides=True, calls=True)
-        for i, iv in enumerate(box):
-            if not iv.is_bounded:
-                raise BoundsError(
-                    f"can't bound where output {name} is written in dimension {i} (an update "
-                    "writes at a data-dependent or unbounded index); clamp the index into "
-                    f"the output's range, e.g. halo.clamp(idx, 0, {name}_size - 1)")
-            ctx.checks.append(RegionCheck(name, i, simplify(iv.min), simplify(iv.max),
-                                          n.Var(f"{name}.min.{i}"),
-                                          n.Var(f"{name}.extent.{i}"), "output"))
+        dims = ctx.env.funcs[name].dimensions
+        ctx.checks += _region_checks(
+            name, boxes_touched(stmt, name, provides=True, calls=True), "output",
+            [n.Var(f"{name}.min.{i}") for i in range(dims)],
+            f"can't bound where output {name} is written in dimension {{i}} (an update "
+            "writes at a data-dependent or unbounded index); clamp the index into the "
+            f"output's range, e.g. halo.clamp(idx, 0, {name}_size - 1)")
 
 
 def describe(check: RegionCheck, lo: int, hi: int, lo_ok: int, extent: int) -> BoundsError:

@@ -2,18 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from halo.ir import nodes as n
 from halo.lang.environment import Environment
 from halo.schedule.records import LoopLevel
 
-
-@dataclass(frozen=True)
-class Check:
-    """A condition over the pipeline's arguments (output region, input extents, Params)
-    that must hold before the code runs; `error` builds the exception if it doesn't."""
-    condition: n.Expr
-    describe: object  # callable(values: dict[str, int]) -> HaloError
+if TYPE_CHECKING:  # bounds_inference defines it and imports this module
+    from halo.lower.bounds_inference import RegionCheck
 
 
 @dataclass
@@ -27,7 +22,8 @@ class LowerContext:
     loop_names: dict[tuple[str, int], dict[str, str]] = field(default_factory=dict)
     # IR loop variable -> the user's view of that loop, for error messages.
     loop_labels: dict[str, str] = field(default_factory=dict)
-    checks: list[Check] = field(default_factory=list)
+    # What must hold before the code runs (filled by bounds_inference).
+    checks: list[RegionCheck] = field(default_factory=list)
 
     @property
     def outputs(self) -> list[str]:
