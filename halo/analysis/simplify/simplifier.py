@@ -171,16 +171,21 @@ class Simplifier(IRMutator):
         return e
 
     def _let(self, e: n.Let) -> n.Expr:
-        value = self.expr(e.value)
+        return self._simplify_let(e, self.expr)
+
+    def _simplify_let(self, let: n.Let | n.LetStmt, simplify_body):
+        """A Let or LetStmt: a constant or variable value is substituted, an unused
+        binding dropped, and the body simplified knowing the value's bounds."""
+        value = self.expr(let.value)
         if isinstance(value, (n.Const, n.Var)):
-            return self.expr(substitute(e.body, {e.name: value}))
-        with self._bound(e.name, value):
-            body = self.expr(e.body)
-        if not uses_var(body, e.name):
+            return simplify_body(substitute(let.body, {let.name: value}))
+        with self._bound(let.name, value):
+            body = simplify_body(let.body)
+        if not uses_var(body, let.name):
             return body
-        if value is e.value and body is e.body:
-            return e
-        return n.Let(e.name, value, body)
+        if value is let.value and body is let.body:
+            return let
+        return type(let)(let.name, value, body)
 
     @contextmanager
     def _bound(self, name: str, value: n.Expr, bounds: Bounds | None = None) -> Iterator[None]:
@@ -221,16 +226,7 @@ class Simplifier(IRMutator):
         return n.For(s.name, lo, extent, s.kind, body)
 
     def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
-        value = self.expr(s.value)
-        if isinstance(value, (n.Const, n.Var)):
-            return self.mutate(substitute(s.body, {s.name: value}))
-        with self._bound(s.name, value):
-            body = self.mutate(s.body)
-        if not uses_var(body, s.name):
-            return body
-        if value is s.value and body is s.body:
-            return s
-        return n.LetStmt(s.name, value, body)
+        return self._simplify_let(s, self.mutate)
 
     def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
         cond = self.expr(s.condition)
