@@ -169,7 +169,7 @@ def loop_nest_to_str(s: n.Stmt) -> str:
                 visit(p, ind + 1)
                 visit(c, ind)
             case n.Realize(name=name, body=b) | n.Allocate(name=name, body=b):
-                lines.append(f"{pad}allocate {name}:")
+                lines.append(f"{pad}allocate {name} in {s.scope}:")
                 visit(b, ind + 1)
             case n.LetStmt(body=b):
                 visit(b, ind)
