@@ -281,3 +281,56 @@ def test_loop_names_reserved_for_bounds():
     _, _, f = two_stage()
     with raises(halo.ScheduleError, "f.split(x, xo, extent, 4)", "'extent' is reserved"):
         f.split(x, xo, halo.Var("extent"), 4)
+
+
+def test_bound_that_does_not_cover_what_is_read():
+    """bound() narrower than what consumers read fails before running, with both ranges."""
+    inp, g, f = two_stage()
+    g.compute_root().bound(x, 0, 4)
+    with raises(halo.BoundsError, "g.bound(...) fixes dimension 1 to [0, 3]",
+                "but [0, 5] of it is used"):
+        f.realize((2, 6), inputs={inp: np.zeros((2, 6), np.float32)})
+
+
+def test_bound_of_a_dimension_the_func_does_not_have():
+    """bound() names one of the Func's own dimensions."""
+    _, g, _ = two_stage()
+    with raises(halo.ScheduleError, "g.bound(z, ...)", "its dimensions are y, x"):
+        g.bound(z, 0, 4)
+
+
+def test_store_in_unknown_scope():
+    """store_in lists the scopes that exist."""
+    _, g, _ = two_stage()
+    with raises(halo.ScheduleError, "g.store_in('registers')", "'global', 'stack'"):
+        g.store_in("registers")
+
+
+def test_stack_storage_of_non_constant_size():
+    """The stack needs a size known when compiling; the message says how to get one."""
+    inp, g, f = two_stage()
+    g.compute_root().store_in("stack")
+    with raises(halo.ScheduleError, "g.store_in('stack')", "is not a constant",
+                "bound() its dimensions"):
+        f.lower()
+
+
+def test_compute_inline_of_a_func_with_updates():
+    """A Func with update definitions has no single expression to substitute."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    r = halo.RDom((0, 3), name="r")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[x] = 0.0
+    g[x] += inp[x + r]
+    f[x] = g[x]
+    g.compute_inline()
+    with raises(halo.ScheduleError, "g.compute_inline()", "has update definitions",
+                "use compute_root() or compute_at(...)"):
+        f.lower()
+
+
+def test_set_estimates_needs_pairs():
+    """Estimates are (min, extent) pairs, one per dimension."""
+    _, _, f = two_stage()
+    with raises(halo.ScheduleError, "f.set_estimates(...)", "one (min, extent) pair"):
+        f.set_estimates([(0, 10, 3), (0, 5)])
