@@ -16,6 +16,7 @@ from halo.lower.bounds_inference import RegionCheck, bounds_inference
 from halo.lower.context import LowerContext
 from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
+from halo.lower.sliding_window import sliding_window
 from halo.lower.storage_flattening import storage_flattening
 from halo.lower.unroll_loops import unroll_loops
 from halo.lower.vectorize_loops import vectorize_loops
@@ -31,6 +32,9 @@ PASSES = [
     # Defines the loop-bound names schedule_functions left open; must see Realize and
     # ProducerConsumer nodes, so it runs before flattening.
     ("bounds_inference", bounds_inference),
+    # Needs the compute-level region lets of bounds inference, and runs after storage
+    # sizes are fixed: it only shrinks what is computed, inside the allocation.
+    ("sliding_window", sliding_window),
     ("simplify", _simplify),
     # Needs bounds-inference lets for the allocation sizes.
     ("storage_flattening", storage_flattening),
