@@ -18,6 +18,7 @@ from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
 from halo.lower.sliding_window import sliding_window
 from halo.lower.storage_flattening import storage_flattening
+from halo.lower.storage_folding import storage_folding
 from halo.lower.unroll_loops import unroll_loops
 from halo.lower.vectorize_loops import vectorize_loops
 
@@ -35,6 +36,9 @@ PASSES = [
     # Needs the compute-level region lets of bounds inference, and runs after storage
     # sizes are fixed: it only shrinks what is computed, inside the allocation.
     ("sliding_window", sliding_window),
+    # Folds only the windows sliding_window recorded, and must rewrite Realize bounds and
+    # coordinates before flattening turns them into flat indices.
+    ("storage_folding", storage_folding),
     ("simplify", _simplify),
     # Needs bounds-inference lets for the allocation sizes.
     ("storage_flattening", storage_flattening),
