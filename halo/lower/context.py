@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # the passes that define these import this module
 class LowerContext:
     env: Environment
     target: str = "host"
+    # An instrumented build that counts the stores to each Func (see count_stores).
+    count_stores: bool = False
     # Where each Func that is not inlined is computed and stored (outputs: root).
     compute_levels: dict[str, LoopLevel] = field(default_factory=dict)
     store_levels: dict[str, LoopLevel] = field(default_factory=dict)
