@@ -178,3 +178,14 @@ def test_sliding_over_an_inner_loop_of_a_tile():
     for shape in [(1, 1), (3, 17), (5, 2)]:
         kernel = run_both(inp, out, shape, COUNTING)
         assert kernel.store_counts["blur_x"] == shape[0] * (shape[1] + 2)
+
+
+@pytest.mark.parametrize("height", [1, 30, 67])
+def test_parallel_strips_and_vectors_still_slide(height):
+    """A parallel loop outside the storage (the strips) and vectorized loops inside the
+    produce and consume don't stop sliding: each strip has its own storage."""
+    inp, out = blur(split=16)
+    out.parallel(yo).vectorize(x, 8)
+    _, ctx = lower_until(out, "sliding_window")
+    assert "blur_x" in ctx.sliding_windows
+    run_both(inp, out, (height, 37))
