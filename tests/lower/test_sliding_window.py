@@ -7,6 +7,8 @@ and the results against `halo.reference` on awkward sizes.
 """
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -189,3 +191,53 @@ def test_parallel_strips_and_vectors_still_slide(height):
     _, ctx = lower_until(out, "sliding_window")
     assert "blur_x" in ctx.sliding_windows
     run_both(inp, out, (height, 37))
+
+
+def random_stencil_chain(rng):
+    """A one- or two-level stencil chain (int32, so results are exact) with a random
+    strip split, storage level, compute level and producer split; returns it with a
+    description for failure messages."""
+    y, x, yo, yi, ty, tyi = halo.vars("y x yo yi ty tyi")
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    c = halo.boundary.repeat_edge(inp)
+    g, f, out = halo.Func("g"), halo.Func("f"), halo.Func("out")
+    g[y, x] = c[y, x] * 3 + c[y, x + 1]
+    two_levels = rng.random() < 0.5
+    source = g if two_levels else c
+    taps_f = sorted(rng.sample(range(-3, 4), rng.randint(1, 3)))
+    taps_out = sorted(rng.sample(range(-3, 4), rng.randint(1, 3)))
+    f[y, x] = sum(source[y + t, x] * (k + 1) for k, t in enumerate(taps_f))
+    out[y, x] = sum(f[y + t, x - k % 2] for k, t in enumerate(taps_out))
+    split, tail = rng.choice([1, 2, 3, 8]), rng.choice(["auto", "guard", "shift_inwards"])
+    out.split(y, yo, yi, split, tail=tail)
+    compute = rng.choice([yi, x])
+    if compute is yi and rng.random() < 0.4:
+        out.vectorize(x, 4)
+    at_root = rng.random() < 0.4
+    if not at_root and rng.random() < 0.4:
+        out.parallel(yo)
+    for func in [f, g] if two_levels else [f]:
+        func.compute_at(out, compute)
+        if at_root:
+            func.store_root()
+        else:
+            func.store_at(out, yo)
+    if rng.random() < 0.3:
+        f.split(y, ty, tyi, rng.choice([2, 3]), tail=rng.choice(["guard", "shift_inwards"]))
+    text = (f"taps {taps_f} {taps_out}, two levels {two_levels}, split {split} {tail}, "
+            f"compute at {compute.name}, store at {'root' if at_root else 'yo'}")
+    return inp, out, text
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_stencil_chains_match_the_reference(seed):
+    """Random stencil chains, storage and compute levels, splits and tails, on awkward
+    sizes: whether or not they slide and fold, results are exact."""
+    rng = random.Random(seed)
+    for trial in range(4):
+        inp, out, text = random_stencil_chain(rng)
+        shape = (rng.choice([1, 2, 5, 7, 13, 31]), rng.choice([1, 3, 9]))
+        image = np.random.default_rng(trial).integers(-100, 100, shape, dtype=np.int32)
+        got = out.realize(shape, inputs={inp: image})
+        expected = halo.reference(out, shape, inputs={inp: image})
+        assert np.array_equal(got, expected), f"{text}, shape {shape}"
