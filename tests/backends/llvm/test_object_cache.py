@@ -61,11 +61,20 @@ print(json.dumps({"ok": ok, **object_cache.stats}))
 """
 
 
-def run_child(cache_dir: Path) -> dict:
+def start_child(cache_dir: Path) -> subprocess.Popen:
     env = {**os.environ, "HALO_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", CHILD], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return subprocess.Popen([sys.executable, "-c", CHILD], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(child: subprocess.Popen) -> dict:
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_child(cache_dir: Path) -> dict:
+    return finish(start_child(cache_dir))
 
 
 def test_a_second_process_loads_the_code_from_disk(tmp_path):
@@ -76,6 +85,17 @@ def test_a_second_process_loads_the_code_from_disk(tmp_path):
     assert len(entries(tmp_path)) == 1
     second = run_child(tmp_path)
     assert second == {"ok": True, "hits": 1}
+
+
+def test_concurrent_processes_share_the_cache(tmp_path):
+    """Two processes compiling the same pipeline at once both run correctly and leave
+    one whole entry (each writes a temporary file and renames it into place), which a
+    third process then loads."""
+    first, second = start_child(tmp_path), start_child(tmp_path)
+    assert finish(first)["ok"] and finish(second)["ok"]
+    assert len(entries(tmp_path)) == 1
+    assert list(tmp_path.glob("*.tmp")) == []
+    assert run_child(tmp_path) == {"ok": True, "hits": 1}
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip", "empty", "garbage"])
