@@ -10,12 +10,16 @@ dimension and moves monotonically, only the new part needs computing:
       f.s0.y.max = y + 1                        f.s0.y.max = y + 1
       produce f:                     ──►        produce f:
         for f.s0.y in range(f.s0.y.min, ...)      f.s0.y.slide_min = select(yi <= 0,
-                                                      f.s0.y.min, max(y(yi - 1) + 2, f.s0.y.min))
+                                                      f.s0.y.min, max(y + 1, f.s0.y.min))
                                                   for f.s0.y in range(f.s0.y.slide_min, ...)
 
-(the region growing: the new part starts after the previous iteration's maximum; a
-shrinking region ends before the previous minimum). The first iteration of `L` in each
-instance of the storage computes the whole region. The lets `f.s0.v.min/max` keep
+(the region growing: the new part starts after the previous iteration's maximum, here
+(y - 1) + 1; a shrinking region ends before the previous minimum). The first iteration of
+`L` (`L <= L.min`) in each instance of the storage computes the whole region. By
+induction every row of the region at iteration i was computed at some iteration <= i and
+is still stored: the region's ends never move back, and the new part is clamped into
+the region, so it never leaves the allocation even when an iteration needs nothing.
+When several loops qualify, the innermost one is used. The lets `f.s0.v.min/max` keep
 the required region (producers of `f` and `storage_folding` read them); only `f`'s produce
 sees the shrunk bound.
 
@@ -29,7 +33,8 @@ a loop between the storage and compute levels is parallel or vectorized; the Fun
 update definitions or a `round_up` split (which writes past the region it is given);
 no loop has exactly one dimension of the region depending on it, monotonically in both
 ends; the loops inside `L` (down to the compute level) have bounds that depend on `L`;
-or the sliding dimension depends on those inner loops.
+the sliding dimension depends on those inner loops; or a condition between `L` and the
+compute level could skip the computation at some iteration.
 """
 from __future__ import annotations
 
