@@ -241,3 +241,45 @@ def test_random_stencil_chains_match_the_reference(seed):
         got = out.realize(shape, inputs={inp: image})
         expected = halo.reference(out, shape, inputs={inp: image})
         assert np.array_equal(got, expected), f"{text}, shape {shape}"
+
+
+@pytest.mark.parametrize("shape", [(16, 16), (13, 11), (1, 1), (5, 20)])
+def test_tiles_slide_down_each_column_of_tiles(shape):
+    """tile(y, x, ..., 8, 8) with blur_x stored per row of tiles and computed per row
+    of a tile: the rows slide within each tile, which starts its window afresh (the
+    storage is shared by the tiles of a row but each computes its own columns)."""
+    xo, xi = halo.vars("xo xi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    c = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = c[y, x] * 2
+    out[y, x] = bx[y - 1, x] + bx[y, x] + bx[y + 1, x]
+    out.tile(y, x, yo, xo, yi, xi, 8, 8)
+    bx.store_at(out, yo).compute_at(out, yi)
+    _, ctx = lower_until(out, "sliding_window")
+    assert ctx.sliding_windows["blur_x"].loop == "out.s0.y.yi"
+    kernel = run_both(inp, out, shape, COUNTING)
+    tiles_x = len(strip_starts(shape[1], 8))
+    rows = len(strip_starts(shape[0], 8)) * (min(8, shape[0]) + 2)
+    assert kernel.store_counts["blur_x"] == rows * tiles_x * min(8, shape[1])
+
+
+@pytest.mark.parametrize("origin", [(5, 0), (-3, 2)])
+def test_a_loop_that_does_not_start_at_zero(origin):
+    """store_root, compute_at(out, y), realized from a non-zero origin: the first
+    iteration is at the loop's min (the origin), not at 0."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    c = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = c[y, x] + 1
+    out[y, x] = bx[y - 1, x] * bx[y + 1, x]
+    bx.store_root().compute_at(out, y)
+    image = np.random.default_rng(0).random((12, 9), dtype=np.float32)
+    kernel = out.compile(COUNTING)
+    got = kernel((7, 4), origin=origin, inp=image)
+    lo_y, lo_x = origin
+    shifted = halo.Func("shifted")  # the reference realizes from (0, 0)
+    shifted[y, x] = out[y + lo_y, x + lo_x]
+    expected = halo.reference(shifted, (7, 4), inputs={inp: image})
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
+    assert kernel.store_counts["blur_x"] == (7 + 2) * 4
