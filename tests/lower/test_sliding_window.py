@@ -86,7 +86,7 @@ def test_each_row_of_blur_x_is_computed_once_per_strip_plus_the_apron(height, sp
 
 
 @pytest.mark.parametrize("taps", [(-1, 0, 1), (-2, -1, 0, 1, 2), (-3, 1), (0,), (2, 5)])
-@pytest.mark.parametrize("height", [1, 2, 5, 31, 32, 33, 61])
+@pytest.mark.parametrize("height", [1, 2, 31, 33])
 def test_stencils_match_the_reference(taps, height):
     """3-tap, 5-tap, asymmetric and offset stencils slide correctly on awkward heights."""
     inp, out = blur(taps=taps, split=8)
@@ -234,7 +234,7 @@ def test_random_stencil_chains_match_the_reference(seed):
     """Random stencil chains, storage and compute levels, splits and tails, on awkward
     sizes: whether or not they slide and fold, results are exact."""
     rng = random.Random(seed)
-    for trial in range(4):
+    for trial in range(3):
         inp, out, text = random_stencil_chain(rng)
         shape = (rng.choice([1, 2, 5, 7, 13, 31]), rng.choice([1, 3, 9]))
         image = np.random.default_rng(trial).integers(-100, 100, shape, dtype=np.int32)

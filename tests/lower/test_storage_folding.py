@@ -55,7 +55,7 @@ def test_the_window_dimension_is_folded_to_a_power_of_two(taps, fold):
 
 
 @pytest.mark.parametrize("taps", [(-1, 0, 1), (-2, -1, 0, 1, 2), (-3, 1), (2, 5)])
-@pytest.mark.parametrize("height", [1, 2, 15, 16, 17, 53])
+@pytest.mark.parametrize("height", [1, 15, 17, 53])
 def test_folded_storage_matches_the_reference(taps, height):
     """Awkward heights (prime, not a multiple of the split, 1, less than a strip)."""
     inp, out = stencil(taps)
