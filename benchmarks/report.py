@@ -9,6 +9,7 @@ import re
 from dataclasses import asdict
 from pathlib import Path
 
+from benchmarks.compile_time import markdown as compile_markdown
 from benchmarks.measure import HALIDE, HALIDE_AUTO, HALO, LABELS, NUMPY, VARIANTS, CaseResult
 
 
@@ -88,6 +89,11 @@ def markdown(results: list[CaseResult], meta: dict) -> str:
     if skipped:
         lines += ["", *(f"{LABELS[name]} skipped: {reason}." for name, reason in
                         sorted(skipped))]
+    if "compile_time" in meta:
+        lines += ["", "Compile time in ms, fresh processes (`python -m benchmarks.compile_time`"
+                  "): lowering, then everything else `compile` does (LLVM code generation, "
+                  "optimization and JIT, or loading from the on-disk cache):", "",
+                  compile_markdown(meta["compile_time"])]
     lines += ["", "Versions: " + ", ".join(f"{k} {v}" for k, v in meta["versions"].items()),
               ""]
     return "\n".join(lines)

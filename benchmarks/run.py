@@ -3,7 +3,9 @@
 For every case of `benchmarks/cases.py` (all apps, or those named by `--apps`), in this
 one process, with the same inputs and thread count: halo with the app's hand schedule,
 NumPy, and, when the `halide` package imports, Halide with the same schedule and Halide
-autoscheduled by Adams2019. Outputs are checked against each other, then timed.
+autoscheduled by Adams2019. Outputs are checked against each other, then timed. Then
+each app's compile time (`benchmarks/compile_time.py`: lowering, LLVM and JIT in fresh
+processes, cold and with the on-disk cache warm).
 Writes `results.json`, `results.md`, `speedup.png` and `details/` under
 `benchmarks/results/` (or `--out`), prints the table, and exits with status 1 if any
 variant failed or disagreed.
@@ -20,6 +22,7 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from benchmarks.cases import APPS, CASES
+from benchmarks.compile_time import compile_times
 from benchmarks.measure import HALIDE, HALIDE_AUTO, measure
 from benchmarks.report import markdown, write_all
 
@@ -70,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{times} ({time.perf_counter() - start:.0f} s)", flush=True)
         for mismatch in result.mismatches:
             print(f"  MISMATCH {mismatch}", flush=True)
+    print("- compile time (fresh processes, cold and warm on-disk cache) ...", flush=True)
+    meta["compile_time"] = compile_times(args.apps, args.threads)
     write_all(results, meta, args.out)
     print()
     print(markdown(results, meta))

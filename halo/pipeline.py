@@ -18,18 +18,24 @@ from halo.errors import HaloError, InputError, InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import loop_nest_to_str
 from halo.ir.substitute import free_vars
+from halo.ir.types import int64
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Func
 from halo.lower.bounds_inference import RegionCheck, describe
+from halo.lower.count_stores import COUNTS_BUFFER
 from halo.lower.pipeline import Lowered, lower
 
 
 @dataclass(frozen=True)
 class Target:
     """Where code runs: "host" (the CPU, through LLVM) or "cuda". `threads`: the size of
-    the thread pool for parallel loops (default: HALO_NUM_THREADS, else all cores)."""
+    the thread pool for parallel loops (default: HALO_NUM_THREADS, else all cores).
+    `count_stores=True` builds instrumented code that counts the values stored to each
+    Func, read after a call as `kernel.store_counts` ({func name: count}); all its loops
+    run serially, so the counts are exact (see halo/lower/count_stores.py)."""
     name: str = "host"
     threads: int | None = None
+    count_stores: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in ("host", "cuda"):
@@ -62,7 +68,8 @@ class Pipeline:
             raise HaloError("a Pipeline needs at least one output Func")
 
     def lower(self, target: str | Target = "host") -> Lowered:
-        return lower(Environment.of(self.outputs), Target.of(target).name)
+        target = Target.of(target)
+        return lower(Environment.of(self.outputs), target.name, target.count_stores)
 
     def print_loop_nest(self, target: str | Target = "host") -> None:
         print(loop_nest_to_str(self.lower(target).stmt), end="")
@@ -112,6 +119,10 @@ class Kernel:
         self.output_names = [f.name for f in env.outputs]
         self._checks = compile_checks(lowered.checks)
         buffers = [*env.inputs, *self.output_names]
+        if target.count_stores:
+            buffers.append(COUNTS_BUFFER)
+        # {func name: stores} of the last call, with Target(count_stores=True).
+        self.store_counts: dict[str, int] = {}
         scalars = sorted(free_vars(lowered.stmt) - set(buffers))
         known = set(env.params) | {f"{b}.{field}.{i}" for b in buffers
                                    for field in ("min", "extent", "stride") for i in range(8)}
@@ -131,6 +142,8 @@ class Kernel:
 
     def _buffer_type(self, name: str):
         env = self.lowered.env
+        if name == COUNTS_BUFFER:
+            return int64
         return env.inputs[name].dtype if name in env.inputs else env.funcs[name].type
 
     def source(self) -> str:
@@ -158,9 +171,12 @@ class Kernel:
                 values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
                 values[f"{name}.min.{i}"] = origin[i] if name in self.output_names else 0
         self._check_regions(values)
-        buffers = [arrays[b] if b in arrays else outs[self.output_names.index(b)]
-                   for b in self.buffer_names]
+        counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
+        buffers = [arrays[b] if b in arrays else counts if b == COUNTS_BUFFER
+                   else outs[self.output_names.index(b)] for b in self.buffer_names]
         self.function(*buffers, *(values[s] for s in self.scalar_names))
+        if self.target.count_stores:
+            self.store_counts = dict(zip(self.lowered.counted, counts.tolist(), strict=True))
         return outs
 
     def _outputs(self, shape, out) -> list[np.ndarray]:

@@ -7,14 +7,17 @@ from typing import TYPE_CHECKING
 from halo.lang.environment import Environment
 from halo.schedule.records import LoopLevel
 
-if TYPE_CHECKING:  # bounds_inference defines it and imports this module
+if TYPE_CHECKING:  # the passes that define these import this module
     from halo.lower.bounds_inference import RegionCheck
+    from halo.lower.sliding_window import SlidingWindow
 
 
 @dataclass
 class LowerContext:
     env: Environment
     target: str = "host"
+    # An instrumented build that counts the stores to each Func (see count_stores).
+    count_stores: bool = False
     # Where each Func that is not inlined is computed and stored (outputs: root).
     compute_levels: dict[str, LoopLevel] = field(default_factory=dict)
     store_levels: dict[str, LoopLevel] = field(default_factory=dict)
@@ -24,6 +27,8 @@ class LowerContext:
     loop_labels: dict[str, str] = field(default_factory=dict)
     # What must hold before the code runs (filled by bounds_inference).
     checks: list[RegionCheck] = field(default_factory=list)
+    # Funcs that reuse values across iterations of a loop (filled by sliding_window).
+    sliding_windows: dict[str, SlidingWindow] = field(default_factory=dict)
 
     @property
     def outputs(self) -> list[str]:

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from halo.analysis.simplify import simplify
@@ -14,9 +14,12 @@ from halo.ir.printer import stmt_to_str
 from halo.lang.environment import Environment
 from halo.lower.bounds_inference import RegionCheck, bounds_inference
 from halo.lower.context import LowerContext
+from halo.lower.count_stores import count_stores, store_count_names
 from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
+from halo.lower.sliding_window import sliding_window
 from halo.lower.storage_flattening import storage_flattening
+from halo.lower.storage_folding import storage_folding
 from halo.lower.unroll_loops import unroll_loops
 from halo.lower.vectorize_loops import vectorize_loops
 
@@ -31,9 +34,18 @@ PASSES = [
     # Defines the loop-bound names schedule_functions left open; must see Realize and
     # ProducerConsumer nodes, so it runs before flattening.
     ("bounds_inference", bounds_inference),
+    # Needs the compute-level region lets of bounds inference, and runs after storage
+    # sizes are fixed: it only shrinks what is computed, inside the allocation.
+    ("sliding_window", sliding_window),
+    # Folds only the windows sliding_window recorded, and must rewrite Realize bounds and
+    # coordinates before flattening turns them into flat indices.
+    ("storage_folding", storage_folding),
     ("simplify", _simplify),
     # Needs bounds-inference lets for the allocation sizes.
     ("storage_flattening", storage_flattening),
+    # Counts flat Stores, and serializes loops before unrolling and vectorization see
+    # them; after every pass that decides what is computed (sliding_window).
+    ("count_stores", count_stores),
     # After simplification so extents are constants; before the final simplify so the
     # copies fold.
     ("unroll_loops", unroll_loops),
@@ -51,13 +63,15 @@ class Lowered:
     stmt: n.Stmt
     env: Environment
     checks: list[RegionCheck]
+    # With count_stores: the Funcs whose stores the counts buffer counts, slot by slot.
+    counted: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return stmt_to_str(self.stmt)
 
 
-def lower(env: Environment, target: str = "host") -> Lowered:
-    ctx = LowerContext(env, target)
+def lower(env: Environment, target: str = "host", count_stores: bool = False) -> Lowered:
+    ctx = LowerContext(env, target, count_stores=count_stores)
     decide_realizations(ctx)
     debug = int(os.environ.get("HALO_DEBUG", "0") or 0)
     dump = os.environ.get("HALO_DUMP_IR")
@@ -69,4 +83,4 @@ def lower(env: Environment, target: str = "host") -> Lowered:
         if dump:
             Path(dump).mkdir(parents=True, exist_ok=True)
             Path(dump, f"{i:02d}_{name}.txt").write_text(stmt_to_str(stmt))
-    return Lowered(stmt, env, ctx.checks)
+    return Lowered(stmt, env, ctx.checks, store_count_names(ctx) if count_stores else [])

@@ -58,7 +58,22 @@ class FuncPlacement:
         return self
 
     def store_at(self, consumer, var):
-        """Allocate inside `consumer`'s loop `var`, which must enclose the compute level."""
+        """Allocate inside `consumer`'s loop `var`, which must enclose the compute level.
+
+        Outside `compute_at`, values computed at one iteration of a serial loop in between
+        are kept for the next (a sliding window), and storage keeps only the live rows
+        (folded modulo a constant), when halo can prove both safe; otherwise each
+        iteration recomputes its whole region. With `out.split(y, yo, yi, 32)` and
+        `blur_x.store_at(out, yo).compute_at(out, yi)` (right), where out reads rows
+        y - 1..y + 1, against `blur_x.compute_at(out, yi)` alone (left):
+
+            for yo:                              for yo:
+              for yi:                              allocate blur_x[4 rows]
+                allocate blur_x[3 rows]    ──►     for yi:
+                compute blur_x rows y-1..y+1         compute blur_x rows y-1..y+1 if yi == 0,
+                compute out row y                      else row y+1 only (rows % 4)
+                                                     compute out row y
+        """
         self.schedule.store_level = _level(self.name, "store_at", consumer, var)
         return self
 

@@ -35,6 +35,19 @@ def sliding_store_at():
     return by
 
 
+def sliding_window_blur():
+    """The issue's blur: blur_x slides over the rows of each 32-row strip of out, its
+    storage folded to 4 rows."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    clamped = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = (clamped[y, x - 1] + clamped[y, x] + clamped[y, x + 1]) / 3
+    out[y, x] = (bx[y - 1, x] + bx[y, x] + bx[y + 1, x]) / 3
+    out.split(y, yo, yi, 32)
+    bx.store_at(out, yo).compute_at(out, yi)
+    return out
+
+
 def matmul_update():
     A = halo.ImageParam(halo.float32, 2, "A")
     B = halo.ImageParam(halo.float32, 2, "B")
@@ -47,7 +60,7 @@ def matmul_update():
 
 
 CASES = {"tiled_compute_at": tiled_compute_at, "sliding_store_at": sliding_store_at,
-         "matmul_update": matmul_update}
+         "matmul_update": matmul_update, "sliding_window_blur": sliding_window_blur}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -1,15 +1,18 @@
 """`compile_function`: a lowered halo statement to a native function callable from Python.
 
 The stages, one module each: `codegen` (halo IR -> LLVM IR) -> `jit` (O3 for the host
-CPU, MCJIT) -> `runtime` (the ctypes wrapper that checks and passes arguments).
+CPU, MCJIT) -> `runtime` (the ctypes wrapper that checks and passes arguments). The first
+two are skipped when `object_cache` (on disk) holds the machine code already.
 """
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from halo.backends.llvm import object_cache
 from halo.backends.llvm.codegen import Argument, generate_module
-from halo.backends.llvm.jit import jit_compile
-from halo.backends.llvm.parallel import default_num_threads
+from halo.backends.llvm.jit import NativeModule, host_fingerprint, jit_compile, jit_load
+from halo.backends.llvm.object_cache import cache_key
+from halo.backends.llvm.parallel import default_num_threads, load_libgomp
 from halo.backends.llvm.runtime import CompiledFunction
 from halo.errors import InternalError
 from halo.ir.nodes import Stmt, Store
@@ -28,7 +31,29 @@ def compile_function(name: str, body: Stmt, args: Sequence[Argument],
         num_threads = default_num_threads()
     if num_threads < 1:
         raise InternalError(f"compile_function({name!r}) asked for {num_threads} threads")
-    module = generate_module(name, body, args, num_threads)
-    native = jit_compile(str(module))
+    key = cache_key((name, repr(tuple(args)), str(num_threads), *host_fingerprint(),
+                     repr(body)))
+    native = _load_cached(key)
+    if native is None:
+        module = generate_module(name, body, args, num_threads)
+        native = jit_compile(str(module))
+        if native.object_code:
+            object_cache.store(key, native.optimized_ir, native.object_code)
     stored = frozenset(node.name for node in walk(body) if isinstance(node, Store))
     return CompiledFunction(name, args, native, stored_buffers=stored)
+
+
+def _load_cached(key: str) -> NativeModule | None:
+    """The machine code of entry `key` of the on-disk cache, loaded, or None."""
+    entry = object_cache.load(key)
+    if entry is None:
+        return None
+    optimized_ir, code = entry
+    if "@GOMP_parallel(" in optimized_ir:  # its symbols must be visible before linking
+        load_libgomp()
+    try:
+        return jit_load(optimized_ir, code)
+    except RuntimeError:
+        object_cache.stats["damaged"] += 1
+        object_cache.discard(key)
+        return None

@@ -27,6 +27,7 @@ class NativeModule:
 
     optimized_ir: str
     engine: llvm.ExecutionEngine
+    object_code: bytes = b""  # what MCJIT emitted, for the on-disk cache
 
     def function_address(self, name: str) -> int:
         return self.engine.get_function_address(name)
@@ -86,8 +87,27 @@ def jit_compile(llvm_ir: str) -> NativeModule:
         # Captured before MCJIT, whose code generation rewrites the module in place.
         optimized_ir = str(module)
         engine = llvm.create_mcjit_compiler(module, host.new_machine())
+        emitted: list[bytes] = []
+        engine.set_object_cache(lambda _, code: emitted.append(bytes(code)))
         engine.finalize_object()
-    return NativeModule(optimized_ir, engine)
+    return NativeModule(optimized_ir, engine, b"".join(emitted))
+
+
+def jit_load(optimized_ir: str, object_code: bytes) -> NativeModule:
+    """Load machine code that `jit_compile` emitted before (from the on-disk cache), with
+    no optimization or code generation. Raises `RuntimeError` if LLVM rejects it."""
+    host = _host()
+    with host.lock:
+        engine = llvm.create_mcjit_compiler(host.parse(""), host.new_machine())
+        engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
+        engine.finalize_object()
+    return NativeModule(optimized_ir, engine, object_code)
+
+
+def host_fingerprint() -> tuple[str, str, str]:
+    """The host's triple, CPU name and features: what the generated code is specific to."""
+    host = _host()
+    return host.triple, host._cpu, host._features
 
 
 def _free_pass_manager(pass_manager: llvm.ModulePassManager) -> None:

@@ -141,7 +141,7 @@ def run_on_threads(builder: ir.IRBuilder, task: ir.Function, closure: ir.Value,
                    num_threads: int) -> None:
     """GOMP_parallel(task, closure, num_threads, 0): run `task(closure)` on a team of
     `num_threads` threads (the caller among them) and wait for all of them."""
-    _load_libgomp()
+    load_libgomp()
     gomp_parallel = _declare(builder.module, "GOMP_parallel", ir.VoidType(),
                              [POINTER, POINTER, _INT, _INT])
     builder.call(gomp_parallel, [task, closure, ir.Constant(_INT, num_threads),
@@ -158,7 +158,7 @@ def _declare(module: ir.Module, name: str, result: ir.Type, params: list[ir.Type
 
 
 @cache
-def _load_libgomp() -> None:
+def load_libgomp() -> None:
     """Make libgomp's symbols visible to the JIT, once per process."""
     candidates = [path for path in (ctypes.util.find_library("gomp"), _LIBGOMP_FALLBACK)
                   if path]

@@ -198,13 +198,13 @@ def test_missing_libgomp_is_reported_at_compile_time(monkeypatch):
     install."""
     monkeypatch.setattr(parallel.ctypes.util, "find_library", lambda name: None)
     monkeypatch.setattr(parallel, "_LIBGOMP_FALLBACK", "/nonexistent/libgomp.so.1")
-    parallel._load_libgomp.cache_clear()
+    parallel.load_libgomp.cache_clear()
     try:
         with pytest.raises(HaloError, match="libgomp.*apt install libgomp1"):
             compile_function("nogomp", loop("i", n, Store("out", i, i)),
                              [buffer("out", int32), scalar("n", int32)])
     finally:
-        parallel._load_libgomp.cache_clear()
+        parallel.load_libgomp.cache_clear()
 
 
 @pytest.mark.parametrize(("setting", "expected"), [("3", 3), ("", None), (" 1 ", 1)])

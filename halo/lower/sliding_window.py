@@ -1,0 +1,203 @@
+"""Sliding window: reuse the values a Func computed at earlier iterations of a loop.
+
+A Func `f` stored outside a serial loop `L` and computed inside it (`store_at` outside
+`compute_at`) keeps, from one iteration of `L` to the next, everything it computed. When
+the region of `f` required at iteration `i` overlaps iteration `i - 1`'s along one
+dimension and moves monotonically, only the new part needs computing:
+
+    for yi in range(32):                      for yi in range(32):
+      f.s0.y.min = y - 1                        f.s0.y.min = y - 1
+      f.s0.y.max = y + 1                        f.s0.y.max = y + 1
+      produce f:                     ──►        produce f:
+        for f.s0.y in range(f.s0.y.min, ...)      f.s0.y.slide_min = select(yi <= 0,
+                                                      f.s0.y.min, max(y + 1, f.s0.y.min))
+                                                  for f.s0.y in range(f.s0.y.slide_min, ...)
+
+(the region growing: the new part starts after the previous iteration's maximum, here
+(y - 1) + 1; a shrinking region ends before the previous minimum). The first iteration of
+`L` (`L <= L.min`) in each instance of the storage computes the whole region. By
+induction every row of the region at iteration i was computed at some iteration <= i and
+is still stored: the region's ends never move back, and the new part is clamped into
+the region, so it never leaves the allocation even when an iteration needs nothing.
+When several loops qualify, the innermost one is used. The lets `f.s0.v.min/max` keep
+the required region (producers of `f` and `storage_folding` read them); only `f`'s produce
+sees the shrunk bound.
+
+Input: the Stmt after bounds inference (compute-level lets `f.s0.{v}.min/max` right above
+each `ProducerConsumer(f)`, `Realize(f)` with bounds). Output: the same Stmt where each
+Func that can slide has its produce wrapped in the shrunk let, and
+`ctx.sliding_windows[f]` records the dimension and loop it slid along.
+
+Sliding is refused (the Func is recomputed, as before, which is always correct) when:
+a loop between the storage and compute levels is parallel or vectorized; the Func has
+update definitions or a `round_up` split (which writes past the region it is given);
+no loop has exactly one dimension of the region depending on it, monotonically in both
+ends; the loops inside `L` (down to the compute level) have bounds that depend on `L`;
+the sliding dimension depends on those inner loops; or a condition between `L` and the
+compute level could skip the computation at some iteration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from halo.analysis.monotonic import Monotonic, monotonic
+from halo.analysis.simplify import simplify
+from halo.ir import nodes as n
+from halo.ir.nodes import const
+from halo.ir.substitute import substitute, uses_var
+from halo.lower.context import LowerContext
+from halo.schedule.records import Split
+
+_SERIAL = (n.ForKind.SERIAL, n.ForKind.UNROLLED)
+
+
+@dataclass(frozen=True)
+class SlidingWindow:
+    """`func` slides along its dimension `dim` over loop `loop`. `min`, `max`: the region
+    required of that dimension at one iteration (inner lets substituted)."""
+    func: str
+    dim: int
+    loop: str
+    min: n.Expr
+    max: n.Expr
+
+
+def sliding_window(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    for name in ctx.realized():
+        if _may_slide(name, ctx):
+            stmt = _Slider(name, ctx).find_realize(stmt)
+    return stmt
+
+
+def _may_slide(name: str, ctx: LowerContext) -> bool:
+    f = ctx.env.funcs[name]
+    if len(f.definitions) != 1:
+        return False
+    splits = [t for t in f.schedule.stages[0].transforms if isinstance(t, Split)]
+    return not any(t.tail == "round_up" for t in splits)
+
+
+class _Slider:
+    """Walks to `Realize(name)`, then down to `ProducerConsumer(name)` keeping the loops
+    and lets in between, and rewrites the produce there."""
+
+    def __init__(self, name: str, ctx: LowerContext):
+        self.name, self.ctx = name, ctx
+
+    def find_realize(self, s: n.Stmt) -> n.Stmt:
+        if isinstance(s, n.Realize) and s.name == self.name:
+            body = self.find_compute(s.body, [], {}, 0)
+            return s if body is s.body else \
+                n.Realize(s.name, s.type, s.bounds, body, s.scope)
+        return _map_stmts(s, self.find_realize)
+
+    def find_compute(self, s: n.Stmt, loops: list[n.For], lets: dict[str, n.Expr],
+                     guarded: int) -> n.Stmt:
+        """`guarded`: how many of the outer `loops` enclose a condition around `s` (an
+        iteration of those may skip the compute, so they can't carry values over)."""
+        if isinstance(s, n.ProducerConsumer) and s.name == self.name:
+            return self.slide(s, loops, lets, guarded)
+        if isinstance(s, n.For):
+            body = self.find_compute(s.body, [*loops, s], lets, guarded)
+            return s if body is s.body else n.For(s.name, s.min, s.extent, s.kind, body)
+        if isinstance(s, n.LetStmt):
+            body = self.find_compute(s.body, loops, {**lets, s.name: s.value}, guarded)
+            return s if body is s.body else n.LetStmt(s.name, s.value, body)
+        if isinstance(s, n.IfThenElse):
+            guarded = len(loops)
+        return _map_stmts(s, lambda c: self.find_compute(c, loops, lets, guarded))
+
+    def slide(self, pc: n.ProducerConsumer, loops: list[n.For],
+              lets: dict[str, n.Expr], guarded: int) -> n.Stmt:
+        if not loops or any(loop.kind not in _SERIAL for loop in loops):
+            return pc
+        f = self.ctx.env.funcs[self.name]
+        prefix = self.ctx.stage_prefix(self.name, 0)
+        region = [(_expand(n.Var(f"{prefix}{v.name}.min"), lets),
+                   _expand(n.Var(f"{prefix}{v.name}.max"), lets)) for v in f.args]
+        for depth in reversed(range(guarded, len(loops))):  # the innermost loop first
+            window = _window(region, loops, depth)
+            if window is None:
+                continue
+            dim, direction = window
+            loop = loops[depth]
+            self.ctx.sliding_windows[self.name] = SlidingWindow(
+                self.name, dim, loop.name, *region[dim])
+            return _shrink(pc, f"{prefix}{f.args[dim].name}", region[dim], loop, direction)
+        return pc
+
+
+def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
+            depth: int) -> tuple[int, Monotonic] | None:
+    """The dimension of `region` that slides over `loops[depth]` and its direction, or
+    None."""
+    var = loops[depth].name
+    inner = loops[depth + 1:]
+    if any(uses_var(loop.min, var) or uses_var(loop.extent, var) for loop in inner):
+        return None
+    moving = [i for i, (lo, hi) in enumerate(region) if uses_var(lo, var) or uses_var(hi, var)]
+    if len(moving) != 1:
+        return None
+    dim = moving[0]
+    lo, hi = region[dim]
+    if any(uses_var(e, loop.name) for loop in inner for e in (lo, hi)):
+        return None
+    directions = {monotonic(lo, var), monotonic(hi, var)} - {Monotonic.CONSTANT}
+    if directions not in ({Monotonic.INCREASING}, {Monotonic.DECREASING}):
+        return None
+    return dim, directions.pop()
+
+
+def _shrink(pc: n.ProducerConsumer, bound: str, extremes: tuple[n.Expr, n.Expr],
+            loop: n.For, direction: Monotonic) -> n.Stmt:
+    """`pc` whose produce computes, after the first iteration of `loop`, only the part of
+    dimension `bound` (the let name prefix `f.s0.v`) that the previous iteration didn't."""
+    var = n.Var(loop.name)
+    first = n.LE(var, loop.min)
+    previous = {loop.name: n.Sub(var, const(1))}
+    if direction is Monotonic.INCREASING:
+        old, new = f"{bound}.min", f"{bound}.slide_min"
+        prev_max = simplify(substitute(extremes[1], previous))
+        value = n.Select(first, n.Var(old), n.Max(n.Add(prev_max, const(1)), n.Var(old)))
+    else:
+        old, new = f"{bound}.max", f"{bound}.slide_max"
+        prev_min = simplify(substitute(extremes[0], previous))
+        value = n.Select(first, n.Var(old), n.Min(n.Sub(prev_min, const(1)), n.Var(old)))
+    produce = n.LetStmt(new, value, substitute(pc.produce, {old: n.Var(new)}))
+    return n.ProducerConsumer(pc.name, produce, pc.consume)
+
+
+def _expand(e: n.Expr, lets: dict[str, n.Expr]) -> n.Expr:
+    """`e` with the lets between the storage and compute levels substituted, so it is
+    written in loop variables and names defined outside the storage."""
+    for _ in range(len(lets) + 1):
+        expanded = substitute(e, lets)
+        if expanded == e:
+            return simplify(e)
+        e = expanded
+    return simplify(e)
+
+
+def _map_stmts(s: n.Stmt, fn) -> n.Stmt:
+    """`s` with `fn` applied to each of its direct Stmt children."""
+    match s:
+        case n.Block(stmts=stmts):
+            new = tuple(fn(c) for c in stmts)
+            return s if all(a is b for a, b in zip(new, stmts, strict=True)) else n.Block(new)
+        case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
+            new = fn(body)
+            return s if new is body else n.For(name, lo, extent, kind, new)
+        case n.LetStmt(name=name, value=value, body=body):
+            new = fn(body)
+            return s if new is body else n.LetStmt(name, value, new)
+        case n.Realize(name=name, type=t, bounds=bounds, body=body, scope=scope):
+            new = fn(body)
+            return s if new is body else n.Realize(name, t, bounds, new, scope)
+        case n.ProducerConsumer(name=name, produce=produce, consume=consume):
+            p, c = fn(produce), fn(consume)
+            return s if (p is produce and c is consume) else n.ProducerConsumer(name, p, c)
+        case n.IfThenElse(condition=cond, then_case=then, else_case=other):
+            t = fn(then)
+            e = fn(other) if other is not None else None
+            return s if (t is then and e is other) else n.IfThenElse(cond, t, e)
+    return s

@@ -1,0 +1,99 @@
+"""Storage folding: keep only the live rows of a sliding window.
+
+A Func that slides along dimension `d` over a serial loop (see `sliding_window`) needs, at
+each iteration, only the values in that iteration's required window: a span of rows that
+moves one way. When the window's extent is provably at most a constant `W`, the
+allocation in dimension `d` shrinks to `fold` = the smallest power of two >= `W`, and
+every store and load of the Func addresses that dimension `% fold` (floor modulo, so
+always in [0, fold)):
+
+    realize f[f.min.0:f.min.0 + f.extent.0, ...]:        realize f[0:4, ...]:
+      ... f[y, x] = ...                         ──►        ... f[y % 4, x] = ...
+      ... f[y - 1, x] + f[y + 1, x] ...                    ... f[(y - 1) % 4, x] + ...
+
+Why it is safe: a row r needed at iteration i lies in that window, [min_i, max_i]. Every
+row written since r was last written is in (r, max_i] (growing windows; mirrored for
+shrinking ones), so none of them is r + k * fold for k >= 1 while fold > max_i - min_i.
+
+Input: the Stmt after `sliding_window` (Realize bounds from bounds inference, Provide and
+Func Calls with coordinates); `ctx.sliding_windows`. Output: the same Stmt with each
+foldable Realize's folded dimension bounded by [0, fold) and that coordinate of every
+access taken `% fold`. Storage stays unfolded when the window's extent has no constant
+bound, when `bound()` fixes the dimension, or when the allocation is already a constant
+no larger than the fold.
+"""
+from __future__ import annotations
+
+from halo.analysis.simplify import simplify
+from halo.analysis.simplify.const_bounds import ConstBounds
+from halo.ir import nodes as n
+from halo.ir.nodes import const
+from halo.ir.visitor import IRMutator
+from halo.lower.context import LowerContext
+from halo.lower.sliding_window import SlidingWindow
+
+_MAX_FOLD = 1 << 16  # a window wider than this isn't worth folding (and may be unbounded)
+
+
+def storage_folding(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    for window in ctx.sliding_windows.values():
+        f = ctx.env.funcs[window.func]
+        if f.args[window.dim].name in f.schedule.bounds:
+            continue
+        fold = _fold_factor(window)
+        if fold is not None:
+            stmt = _FoldRealize(window, fold).mutate(stmt)
+    return stmt
+
+
+def _fold_factor(window: SlidingWindow) -> int | None:
+    """The smallest power of two >= the window's largest extent, or None if unbounded."""
+    extent = simplify(n.Add(n.Sub(window.max, window.min), const(1)))
+    _, most = ConstBounds({}).of(extent)
+    if most >= _MAX_FOLD:
+        return None
+    fold = 1
+    while fold < most:
+        fold *= 2
+    return fold
+
+
+class _FoldRealize(IRMutator):
+    """Fold the Realize of the window's Func and every access inside it."""
+
+    def __init__(self, window: SlidingWindow, fold: int):
+        self.window, self.fold = window, fold
+
+    def visit_Realize(self, r: n.Realize) -> n.Stmt:
+        if r.name != self.window.func:
+            return self.mutate_children(r)
+        dim = self.window.dim
+        extent = simplify(r.bounds[dim][1])
+        if isinstance(extent, n.Const) and extent.value <= self.fold:
+            return r
+        bounds = list(r.bounds)
+        bounds[dim] = (const(0), const(self.fold))
+        body = _FoldAccesses(r.name, dim, self.fold).mutate(r.body)
+        return n.Realize(r.name, r.type, tuple(bounds), body, r.scope)
+
+
+class _FoldAccesses(IRMutator):
+    def __init__(self, name: str, dim: int, fold: int):
+        self.name, self.dim, self.fold = name, dim, fold
+
+    def _folded(self, args: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
+        out = list(args)
+        out[self.dim] = n.Mod(out[self.dim], const(self.fold, out[self.dim].type))
+        return tuple(out)
+
+    def visit_Provide(self, p: n.Provide) -> n.Stmt:
+        p = self.mutate_children(p)
+        if p.name != self.name:
+            return p
+        return n.Provide(p.name, p.value, self._folded(p.args))
+
+    def visit_Call(self, c: n.Call) -> n.Expr:
+        c = self.mutate_children(c)
+        if c.name != self.name or c.kind is not n.CallKind.FUNC:
+            return c
+        return n.Call(c.type, c.name, self._folded(c.args), c.kind)

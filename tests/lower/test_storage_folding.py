@@ -1,0 +1,95 @@
+"""storage_folding: a sliding Func keeps only the rows its window needs, addressed
+modulo a constant fold; storage stays unfolded when that isn't provably safe."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import halo
+from halo.ir import nodes as n
+
+from .conftest import lower_until, nodes_of
+
+y, x, yo, yi = halo.vars("y x yo yi")
+
+
+def stencil(taps, split=16, parallel=False, bound=None):
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    c = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = c[y, x - 1] + c[y, x + 1]
+    out[y, x] = sum(bx[y + t, x] for t in taps)
+    out.split(y, yo, yi, split)
+    if parallel:
+        out.parallel(yi)
+    bx.compute_at(out, yi).store_at(out, yo)
+    if bound is not None:
+        bx.bound(y, *bound)
+    return inp, out
+
+
+def realize_of(stmt: n.Stmt, name: str) -> n.Realize:
+    (r,) = nodes_of(stmt, n.Realize, name)
+    return r
+
+
+def check(inp, out, shape):
+    img = np.random.default_rng(shape[0]).random(shape, dtype=np.float32)
+    np.testing.assert_allclose(out.realize(shape, inputs={inp: img}),
+                               halo.reference(out, shape, inputs={inp: img}),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("taps,fold", [((-1, 0, 1), 4), ((-2, -1, 0, 1, 2), 8),
+                                       ((0,), 1), ((-3, 1), 8), ((0, 1), 2)])
+def test_the_window_dimension_is_folded_to_a_power_of_two(taps, fold):
+    """The rows dimension of blur_x becomes [0, fold), fold the smallest power of two at
+    least the window (max(taps) - min(taps) + 1 rows); every access is taken % fold."""
+    _, out = stencil(taps)
+    stmt, _ = lower_until(out, "storage_folding")
+    r = realize_of(stmt, "blur_x")
+    assert r.bounds[0] == (n.const(0), n.const(fold))
+    accesses = [*nodes_of(r.body, n.Provide, "blur_x"), *nodes_of(r.body, n.Call, "blur_x")]
+    assert len(accesses) == 1 + len(taps)
+    assert all(a.args[0] == n.Mod(a.args[0].a, n.const(fold)) for a in accesses)
+
+
+@pytest.mark.parametrize("taps", [(-1, 0, 1), (-2, -1, 0, 1, 2), (-3, 1), (2, 5)])
+@pytest.mark.parametrize("height", [1, 15, 17, 53])
+def test_folded_storage_matches_the_reference(taps, height):
+    """Awkward heights (prime, not a multiple of the split, 1, less than a strip)."""
+    inp, out = stencil(taps)
+    check(inp, out, (height, 7))
+
+
+def test_a_parallel_loop_leaves_storage_unfolded():
+    """No sliding across a parallel loop, so no folding: concurrent iterations would
+    overwrite each other's rows."""
+    inp, out = stencil((-1, 0, 1), split=4, parallel=True)
+    stmt, _ = lower_until(out, "storage_folding")
+    assert realize_of(stmt, "blur_x").bounds[0][0] == n.Var("blur_x.min.0")
+    check(inp, out, (11, 5))
+
+
+def test_a_window_without_a_constant_extent_stays_unfolded():
+    """out[y] reads blur_x[0] and blur_x[y]: the window [0, y] slides (its max grows) but
+    its extent is not bounded by a constant, so every row stays stored."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    c = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = c[y, x] * 2
+    out[y, x] = bx[0, x] + bx[y, x]
+    bx.store_root().compute_at(out, y)
+    stmt, ctx = lower_until(out, "storage_folding")
+    assert "blur_x" in ctx.sliding_windows
+    assert realize_of(stmt, "blur_x").bounds[0][0] == n.Var("blur_x.min.0")
+    for height in (1, 9):
+        check(inp, out, (height, 3))
+
+
+def test_a_bound_dimension_stays_unfolded():
+    """bound() fixes the storage of blur_x's rows, so it isn't folded."""
+    inp, out = stencil((-1, 0, 1), split=4, bound=(-1, 14))
+    stmt, _ = lower_until(out, "storage_folding")
+    assert realize_of(stmt, "blur_x").bounds[0][0] == n.Var("blur_x.min.0")
+    check(inp, out, (12, 5))
