@@ -74,6 +74,12 @@ class Schedulable(ABC):
             name, i = f"{base}_{suffix}{i}", i + 1
         return name
 
+    def _check_reduction_order(self, call: str, args: tuple, new_dims: list[Dim]) -> None:
+        """Raise if `new_dims` (the loops after `call`) would run an update's reduction
+        loops out of order in a way that may change its result. A pure stage has no
+        reduction loops; update stages override this."""
+        return None
+
     # ------------------------------------------------------------------ transformations
 
     def split(self, v, outer, inner, factor: int, tail: str = "auto"):
@@ -144,16 +150,10 @@ class Schedulable(ABC):
             raise self._error("reorder", vs, f"loop '{dup}' is listed twice")
         stage = self._stage()
         slots = sorted(stage.dims.index(d) for d in dims)
-        rvars_before = [d.name for d in stage.dims if not d.pure]
         new = list(stage.dims)
         for slot, d in zip(slots, dims, strict=True):
             new[slot] = d
-        rvars_after = [d.name for d in new if not d.pure]
-        if rvars_after != rvars_before:
-            raise self._error("reorder", vs, "this changes the order of reduction loops "
-                                             f"({', '.join(rvars_before)}), which changes the "
-                                             "order the update visits its domain; keep "
-                                             "reduction loops in their order")
+        self._check_reduction_order("reorder", vs, new)
         stage.dims[:] = new
         stage.transforms.append(Reorder(tuple(names)))
         return self
@@ -175,12 +175,12 @@ class Schedulable(ABC):
             self.split(v, v, inner, n)
             v = inner
         dim = self._existing(call, (v,) if n is None else (v, n), v)
-        if kind in (ForKind.PARALLEL, ForKind.VECTORIZED) and not dim.pure:
-            raise self._error(call, (v,), f"'{dim.name}' is a reduction loop: running its "
-                                          "iterations at once could race on the value being "
-                                          "reduced; split off a pure loop instead, or use "
-                                          "rfactor")
-        dim.kind = kind
+        previous, dim.kind = dim.kind, kind
+        try:
+            self._check_reduction_order(call, (v,), self._stage().dims)
+        except ScheduleError:
+            dim.kind = previous
+            raise
         return self
 
     def vectorize(self, v, n: int | None = None):
