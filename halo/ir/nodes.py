@@ -245,6 +245,14 @@ class Provide(Stmt):
 
 
 @dataclass(frozen=True, slots=True)
+class Atomic(Stmt):
+    """`body`, one `Provide` (later `Store`) whose value reads its target only at the
+    point it writes, runs as one indivisible read-modify-write of that point, so
+    iterations running at once never lose each other's updates."""
+    body: Stmt
+
+
+@dataclass(frozen=True, slots=True)
 class Realize(Stmt):
     """Storage for Func `name` covering `bounds` ((min, extent) per dimension,
     outermost first) while `body` runs."""

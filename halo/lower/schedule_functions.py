@@ -78,6 +78,8 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     args = tuple(substitute(a, replace) for a in definition.args)
     value = substitute(definition.value, replace)
     body: n.Stmt = n.Provide(func, value, args)
+    if sched.atomic:
+        body = n.Atomic(body)
     rdom = definition.rdom
     if rdom is not None and rdom.predicate is not None:
         body = n.IfThenElse(substitute(rdom.predicate.node, replace), body)
