@@ -108,7 +108,7 @@ def rfactor(stage, rvar, v, name: str | None):
     predicate = d.rdom.predicate
     form = recognize(f.name, self_call, d.value)
     reads_f = any(isinstance(c, n.Call) and c.name == f.name
-                  for root in (*d.args, *([predicate.node] if predicate else []))
+                  for root in (*d.args, *([predicate.node] if predicate is not None else []))
                   for c in walk(root))
     if form is None or reads_f:
         lhs = expr_to_str(self_call)
@@ -147,8 +147,10 @@ def rfactor(stage, rvar, v, name: str | None):
             (lo_o, ext_o), (lo_i, ext_i) = bounds.pop(t.outer), bounds.pop(t.inner)
             fused = n.Var(t.fused)
             bounds[t.fused] = (n.const(0), n.Mul(ext_o, ext_i))
-            value_of[t.inner] = n.Add(lo_i, n.Mod(fused, ext_i))
-            value_of[t.outer] = n.Add(lo_o, n.Div(fused, ext_i))
+            # In range by construction; the clamps show bounds inference the ranges,
+            # which a division by a symbolic extent hides.
+            value_of[t.inner] = _clamp(n.Add(lo_i, n.Mod(fused, ext_i)), lo_i, ext_i)
+            value_of[t.outer] = _clamp(n.Add(lo_o, n.Div(fused, ext_i)), lo_o, ext_o)
 
     def resolve(x: n.Expr, preserved_as: n.Expr) -> n.Expr:
         while var_names(x) & value_of.keys():
@@ -193,3 +195,7 @@ def rfactor(stage, rvar, v, name: str | None):
     f.schedule.stages[k] = StageSchedule([*(Dim(x) for x in pure), Dim(loop, pure=False)],
                                          rfactor=RFactor(loop, var, intm_name, sched))
     return intm
+
+
+def _clamp(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:
+    return n.Max(n.Min(value, n.Sub(n.Add(lo, extent), n.const(1))), lo)
