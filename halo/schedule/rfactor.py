@@ -33,8 +33,8 @@ _OPERATORS = {
     "maximum": (n.Max, n.Max, lambda t: t.min_value()),
 }
 
-_LEGAL_FORMS = ("f = f + e, e + f, f - e, f * e, e * f, min(f, e), max(f, e) (either "
-                "order, or as a select on f < e), with e free of f")
+_LEGAL_FORMS = ("{f} = {f} + e, e + {f}, {f} - e, {f} * e, e * {f}, min({f}, e), max({f}, e) "
+                "(either order, or as a select on {f} < e), with e free of {f}")
 
 
 def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr] | None:
@@ -113,10 +113,11 @@ def rfactor(stage, rvar, v, name: str | None):
     if form is None or reads_f:
         lhs = expr_to_str(self_call)
         raise error(f"the update {lhs} = {expr_to_str(d.value)} is not an associative "
-                    f"reduction halo can split: rfactor needs {_LEGAL_FORMS} (and f read "
-                    "nowhere else), so that partial results can be combined in any order. "
-                    "Legal instead: keep the reduction loops serial, or .atomic() for "
-                    "updates that read f only at the point they write")
+                    f"reduction halo can split: rfactor needs "
+                    f"{_LEGAL_FORMS.format(f=f.name)} (and {f.name} read nowhere else), so "
+                    "that partial results can be combined in any order. Legal instead: keep "
+                    "the reduction loops serial, or .atomic() for updates that read "
+                    f"{f.name} only at the point they write")
     kind, e = form
     accumulate, merge, identity = _OPERATORS[kind]
 
@@ -160,9 +161,10 @@ def rfactor(stage, rvar, v, name: str | None):
     bound_deps = frozenset().union(*(b.deps for r in d.rdom.rvars for b in (r.min, r.extent)))
     other_deps = d.deps - {f, d.rdom}
     intm_name = name or (f"{f.name}_intm" if k == 1 else f"{f.name}_intm{k - 1}")
-    if intm_name in Environment.of([f]).funcs:
-        raise error(f"a Func named '{intm_name}' is already part of this pipeline; pass "
-                    "name=... to rfactor")
+    env = Environment.of([f])
+    if intm_name in {**env.funcs, **env.inputs, **env.params}:
+        raise error(f"a Func or input named '{intm_name}' is already part of this "
+                    "pipeline; pass another name=... to rfactor")
     intm = Func(intm_name)
     var_expr = n.Var(var)
     intm[(Var(var), *f.args)] = Expr(n.const(identity(f.type), f.type))
