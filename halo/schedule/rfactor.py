@@ -67,6 +67,12 @@ def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr]
     return None
 
 
+def default_name(func: str, stage: int) -> str:
+    """The intermediate's name when rfactor isn't given one: `hist_intm` for the first
+    update of `hist`, `hist_intm1` for the second, ..."""
+    return f"{func}_intm" if stage == 1 else f"{func}_intm{stage - 1}"
+
+
 def rfactor(stage, rvar, v, name: str | None):
     """`stage.rfactor(rvar, v)`: see `UpdateStage.rfactor`."""
     from halo.lang.environment import Environment
@@ -160,7 +166,7 @@ def rfactor(stage, rvar, v, name: str | None):
 
     bound_deps = frozenset().union(*(b.deps for r in d.rdom.rvars for b in (r.min, r.extent)))
     other_deps = d.deps - {f, d.rdom}
-    intm_name = name or (f"{f.name}_intm" if k == 1 else f"{f.name}_intm{k - 1}")
+    intm_name = name or default_name(f.name, k)
     env = Environment.of([f])
     if intm_name in {**env.funcs, **env.inputs, **env.params}:
         raise error(f"a Func or input named '{intm_name}' is already part of this "

@@ -68,7 +68,10 @@ class Schedulable(ABC):
         return name
 
     def _fresh_suffix(self, base: str, suffix: str) -> str:
+        """A new loop name from `base` (`x_vec`; `r_x_vec` for `r.x`, so the name is a
+        plain identifier that schedule_source can declare as a Var)."""
         used = self._stage().names_used()
+        base = base.replace(".", "_")
         name, i = f"{base}_{suffix}", 1
         while name in used:
             name, i = f"{base}_{suffix}{i}", i + 1

@@ -181,9 +181,9 @@ def test_rfactor_after_loop_kinds():
     _, g, r = total()
     g.update(0).unroll(r.y, 2)
     assert message_of(lambda: g.update(0).rfactor(r.x, u)) == (
-        "g.update(0).rfactor(r.x, u): loop(s) r.y_unroll already have a loop kind; call "
+        "g.update(0).rfactor(r.x, u): loop(s) r_y_unroll already have a loop kind; call "
         "rfactor first and schedule the intermediate and the merge after. The loops of "
-        "g.update(0) are, outermost first: r.x, r.y, r.y_unroll")
+        "g.update(0) are, outermost first: r.x, r.y, r_y_unroll")
 
 
 def test_rfactor_after_splitting_a_pure_loop():
