@@ -10,7 +10,9 @@ and fuses of reduction loops, outermost first) and one of them, `p`, rfactor(p, 
 Each value of `v` accumulates its share of the domain into its own slice of `intm`, so
 the intermediate's pure loop `v` runs in parallel; the merge then combines the slices.
 This is only the same result when `op` is associative, so the update must be one of
-the forms in `_OPERATORS` (`e` free of f), anything else is refused. Loops made by split
+the forms in `_OPERATORS` (`e` free of f; integer overflow wraps, so sums and products
+of integers regroup exactly, and floats are regrouped as if they were associative, as
+Halide does), anything else is refused. Loops made by split
 (guarded where the factor doesn't divide) and fuse become reduction variables of new
 RDoms, named as the loops were.
 """
@@ -31,10 +33,14 @@ _OPERATORS = {
     "product": (n.Mul, n.Mul, lambda t: 1),
     "minimum": (n.Min, n.Min, lambda t: t.max_value()),
     "maximum": (n.Max, n.Max, lambda t: t.min_value()),
+    "bitwise and": (n.And, n.And, lambda t: -1),  # all ones (True for bool)
+    "bitwise or": (n.Or, n.Or, lambda t: 0),
+    "bitwise xor": (n.Xor, n.Xor, lambda t: 0),
 }
 
-_LEGAL_FORMS = ("{f} = {f} + e, e + {f}, {f} - e, {f} * e, e * {f}, min({f}, e), max({f}, e) "
-                "(either order, or as a select on {f} < e), with e free of {f}")
+LEGAL_FORMS = ("{f} = {f} + e, e + {f}, {f} - e, {f} * e, e * {f}, {f} & e, {f} | e, {f} ^ e, "
+                "min({f}, e), max({f}, e) (either order, or as a select on {f} < e), with e "
+                "free of {f}")
 
 
 def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr] | None:
@@ -60,6 +66,12 @@ def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr]
             return either(a, b, "minimum")
         case n.Max(a=a, b=b):
             return either(a, b, "maximum")
+        case n.And(a=a, b=b):
+            return either(a, b, "bitwise and")
+        case n.Or(a=a, b=b):
+            return either(a, b, "bitwise or")
+        case n.Xor(a=a, b=b):
+            return either(a, b, "bitwise xor")
         case n.Select(condition=n.LT(a=p, b=q) | n.LE(a=p, b=q), true_value=t,
                       false_value=e) if {p, q} == {t, e} and t != e:
             # select(p < q, p, q) is min(p, q); select(p < q, q, p) is max(p, q)
@@ -120,7 +132,7 @@ def rfactor(stage, rvar, v, name: str | None):
         lhs = expr_to_str(self_call)
         raise error(f"the update {lhs} = {expr_to_str(d.value)} is not an associative "
                     f"reduction halo can split: rfactor needs "
-                    f"{_LEGAL_FORMS.format(f=f.name)} (and {f.name} read nowhere else), so "
+                    f"{LEGAL_FORMS.format(f=f.name)} (and {f.name} read nowhere else), so "
                     "that partial results can be combined in any order. Legal instead: keep "
                     "the reduction loops serial, or .atomic() for updates that read "
                     f"{f.name} only at the point they write")

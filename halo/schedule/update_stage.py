@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
+from halo.ir.printer import expr_to_str
 from halo.ir.visitor import walk
 from halo.schedule.races import (
     WAYS_OUT,
@@ -15,6 +17,7 @@ from halo.schedule.races import (
     self_read_problem,
 )
 from halo.schedule.records import Dim
+from halo.schedule.rfactor import LEGAL_FORMS, recognize
 from halo.schedule.stage import Schedulable
 
 if TYPE_CHECKING:
@@ -71,8 +74,10 @@ class UpdateStage(Schedulable):
               h[g[r]] = h[g[r]] + 1       ->   for r in parallel(n):
                                                  atomic: h[g[r]] = h[g[r]] + 1
 
-        The update must read the Func only at the point it writes: an atomic operation
-        covers one point. A vectorized atomic update runs lane by lane.
+        The update must read the Func only at the point it writes (an atomic operation
+        covers one point), and combine it with an operator whose order doesn't matter
+        (the forms rfactor accepts: + - * min max & | ^). A vectorized atomic update runs
+        lane by lane.
         """
         d = self._definition()
         predicate = d.rdom.predicate.node if d.rdom and d.rdom.predicate is not None else None
@@ -86,6 +91,15 @@ class UpdateStage(Schedulable):
             raise self._error("atomic", (), f"the update doesn't read {self.func.name}, so "
                                             "which write lands last decides the result and "
                                             "no atomic operation makes that deterministic. "
+                                            "Legal: keep the reduction loops serial, or "
+                                            ".allow_race_conditions() at your own risk")
+        self_call = n.Call(d.value.type, self.func.name, d.args, n.CallKind.FUNC)
+        if recognize(self.func.name, self_call, d.value) is None:
+            raise self._error("atomic", (), f"the update {expr_to_str(self_call)} = "
+                                            f"{expr_to_str(d.value)} gives a result that "
+                                            "depends on the order of the updates, which "
+                                            "atomics don't fix; atomic() needs "
+                                            f"{LEGAL_FORMS.format(f=self.func.name)}. "
                                             "Legal: keep the reduction loops serial, or "
                                             ".allow_race_conditions() at your own risk")
         self._stage().atomic = True

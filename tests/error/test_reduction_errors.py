@@ -117,12 +117,33 @@ def test_atomic_plain_overwrite():
         "s.update(0) are, outermost first: r.x, r.y")
 
 
+def test_atomic_order_dependent_update():
+    """f = f * 2 + e reads only its own point, but the order of the updates still
+    decides the result: atomics can't make that deterministic."""
+    image = halo.ImageParam(halo.uint8, 2, "image")
+    r = halo.RDom(image, name="r")
+    h = halo.Func("h")
+    h[x] = 0
+    i = halo.cast(halo.int32, image[r.x, r.y])
+    h[i] = h[i] * 2 + r.y
+    assert message_of(lambda: h.update(0).atomic()) == (
+        "h.update(0).atomic(): the update h[int32(image[r.x, r.y])] = "
+        "h[int32(image[r.x, r.y])] * 2 + r.y gives a result that depends on the order of "
+        f"the updates, which atomics don't fix; atomic() needs {_legal_forms('h')}. Legal: "
+        "keep the reduction loops serial, or .allow_race_conditions() at your own risk. "
+        "The loops of h.update(0) are, outermost first: r.x, r.y")
+
+
+def _legal_forms(name: str) -> str:
+    return (f"{name} = {name} + e, e + {name}, {name} - e, {name} * e, e * {name}, "
+            f"{name} & e, {name} | e, {name} ^ e, min({name}, e), max({name}, e) (either "
+            f"order, or as a select on {name} < e), with e free of {name}")
+
+
 def _not_associative(name: str, lhs: str, value: str) -> str:
     return (f"{name}.update(0).rfactor(r.x, u): the update {lhs} = {value} is not an "
             "associative reduction halo can split: rfactor needs "
-            f"{name} = {name} + e, e + {name}, {name} - e, {name} * e, e * {name}, "
-            f"min({name}, e), max({name}, e) (either order, or as a select on {name} < e), "
-            f"with e free of {name} (and {name} read nowhere else), so that partial results "
+            f"{_legal_forms(name)} (and {name} read nowhere else), so that partial results "
             "can be combined in any order. Legal instead: keep the reduction loops serial, "
             f"or .atomic() for updates that read {name} only at the point they write. The "
             f"loops of {name}.update(0) are, outermost first: r.x, r.y")
