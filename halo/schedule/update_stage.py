@@ -36,11 +36,11 @@ class UpdateStage(Schedulable):
     def _definition(self) -> Definition:
         return self.func.definitions[self.index]
 
-    def _check_reduction_order(self, call: str, args: tuple, new_dims: list[Dim]) -> None:
+    def _reduction_order_problem(self, new_dims: list[Dim]) -> str | None:
         sched = self._stage()
         d = self._definition()
         if sched.atomic or sched.allow_races or d.rdom is None:
-            return
+            return None
         rvar_names = [r.name for r in d.rdom.rvars]
         rvars = set(rvar_names)
         sources = loop_sources([*d.pure_var_names(), *rvar_names], sched)
@@ -53,17 +53,17 @@ class UpdateStage(Schedulable):
         for a, b in order_change(sched.dims, new_dims):
             why = problem(sources[a], rvars) and problem(sources[b], rvars)
             if why:
-                raise self._error(call, args, f"this swaps the reduction loops {b} and {a}, "
-                                              f"but {why}. To allow it, use {WAYS_OUT}")
+                return (f"this swaps the reduction loops {b} and {a}, but {why}. To allow "
+                        f"it, use {WAYS_OUT}")
         for k, dim in enumerate(new_dims):
             if dim.kind not in _OUT_OF_ORDER or not sources[dim.name] & rvars:
                 continue
             moving = set().union(*(sources[inner.name] for inner in new_dims[k:]))
             why = problem(sources[dim.name], moving)
             if why:
-                raise self._error(call, args, f"running reduction loop '{dim.name}' "
-                                              f"{_OUT_OF_ORDER[dim.kind]} would race: {why}. "
-                                              f"To allow it, use {WAYS_OUT}")
+                return (f"running reduction loop '{dim.name}' {_OUT_OF_ORDER[dim.kind]} "
+                        f"would race: {why}. To allow it, use {WAYS_OUT}")
+        return None
 
     def atomic(self):
         """Let this update's reduction loops run in parallel, vectorized or reordered by

@@ -58,6 +58,19 @@ def test_parallel_scatter_race():
     assert h.schedule.stages[1].dims[0].kind is ForKind.SERIAL
 
 
+def test_refused_call_with_a_factor_leaves_the_schedule_unchanged():
+    """vectorize(r.y, 8) splits first; when the vectorize is refused, so is the split,
+    and the message shows the call as written."""
+    h, r = histogram()
+    before = (list(h.schedule.stages[1].dims), list(h.schedule.stages[1].transforms))
+    assert message_of(lambda: h.update(0).vectorize(r.y, 8)) == (
+        "h.update(0).vectorize(r.y, 8): running reduction loop 'r_y_vec' vectorized would "
+        "race: the left side h[int32(image[r.x, r.y])] does not tell the values of r.y "
+        f"apart, so two iterations may update the same point. {WAYS_OUT} The loops of "
+        "h.update(0) are, outermost first: r.x, r.y")
+    assert (h.schedule.stages[1].dims, h.schedule.stages[1].transforms) == before
+
+
 def test_vectorized_recurrence_race():
     """A recurrence reads the previous iteration's result."""
     f, r = recurrence()
