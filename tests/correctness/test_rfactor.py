@@ -182,3 +182,25 @@ def test_bitwise(op):
         got = f.realize((), inputs={inp: a})
         assert got == halo.reference(twin, (), inputs={twin_inp: a})
         assert got == numpy_op.reduce(a, axis=None)
+
+
+def test_split_k_matmul():
+    """C = A @ B with the k loop split and its outer half preserved: partial products
+    over blocks of k in parallel (a 2-D Func plus the new dimension), then their sum."""
+    import apps.matmul
+
+    i, j, ko, ki = halo.vars("i j ko ki")
+    rng = np.random.default_rng(9)
+    for m, kk, nn in [(1, 1, 1), (5, 13, 7), (9, 4, 17)]:
+        A, B, C, funcs = apps.matmul.algorithm()
+        C.update(0).split(funcs["k"].x, ko, ki, 3)
+        intm = C.update(0).rfactor(ko, u)
+        intm.compute_root().update(0).parallel(u).reorder(u, i, ki, j).vectorize(j, 4)
+        C.update(0).vectorize(j, 4)
+        a = rng.random((m, kk), dtype=np.float32)
+        b = rng.random((kk, nn), dtype=np.float32)
+        tA, tB, twin, _ = apps.matmul.algorithm()
+        got = C.realize((m, nn), inputs={A: a, B: b})
+        np.testing.assert_allclose(got, halo.reference(twin, (m, nn), inputs={tA: a, tB: b}),
+                                   rtol=1e-5)
+        np.testing.assert_allclose(got, a @ b, rtol=1e-5)

@@ -84,9 +84,21 @@ def atomic_histogram():
     return h
 
 
+def allow_races_scatter():
+    """The example of `allow_race_conditions`'s docstring: every write stores 1."""
+    g = halo.ImageParam(halo.int32, 1, "g")
+    r = halo.RDom(g, name="r")
+    f = halo.Func("f")
+    f[x] = 0
+    f[halo.clamp(g[r], 0, 99)] = 1
+    f.update(0).allow_race_conditions().parallel(r.x)
+    return f
+
+
 CASES = {"tiled_compute_at": tiled_compute_at, "sliding_store_at": sliding_store_at,
          "matmul_update": matmul_update, "rfactor_total": rfactor_total,
-         "rfactor_histogram": rfactor_histogram, "atomic_histogram": atomic_histogram}
+         "rfactor_histogram": rfactor_histogram, "atomic_histogram": atomic_histogram,
+         "allow_races_scatter": allow_races_scatter}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
