@@ -139,37 +139,7 @@ def rfactor(stage, rvar, v, name: str | None):
     kind, e = form
     accumulate, merge, identity = _OPERATORS[kind]
 
-    # Reduction variables for the loops the stage's transforms made.
-    bounds = {r.name: (r.min.node, r.extent.node) for r in d.rdom.rvars}
-    value_of: dict[str, n.Expr] = {}
-    guards: list[n.Expr] = []
-    for t in sched.transforms:
-        if isinstance(t, Split):
-            if t.old not in bounds:
-                raise error(f"split({t.old}, ...) splits a pure loop; call rfactor before "
-                            "scheduling the pure loops of this stage")
-            lo, extent = bounds.pop(t.old)
-            factor = n.const(t.factor)
-            bounds[t.outer] = (n.const(0), n.Div(n.Add(extent, n.const(t.factor - 1)), factor))
-            bounds[t.inner] = (n.const(0), factor)
-            point = n.Add(n.Add(lo, n.Mul(n.Var(t.outer), factor)), n.Var(t.inner))
-            value_of[t.old] = point
-            if not (isinstance(extent, n.Const) and extent.value % t.factor == 0):
-                # Past the end only where the guard is false; the min shows bounds
-                # inference the range, so the guard needn't be understood.
-                guards.append(n.LT(point, n.Add(lo, extent)))
-                value_of[t.old] = n.Min(point, n.Sub(n.Add(lo, extent), n.const(1)))
-        elif isinstance(t, Fuse):
-            if t.outer not in bounds or t.inner not in bounds:
-                raise error(f"fuse({t.outer}, {t.inner}, {t.fused}) fuses a pure loop; call "
-                            "rfactor before scheduling the pure loops of this stage")
-            (lo_o, ext_o), (lo_i, ext_i) = bounds.pop(t.outer), bounds.pop(t.inner)
-            fused = n.Var(t.fused)
-            bounds[t.fused] = (n.const(0), n.Mul(ext_o, ext_i))
-            # In range by construction; the clamps show bounds inference the ranges,
-            # which a division by a symbolic extent hides.
-            value_of[t.inner] = _clamp(n.Add(lo_i, n.Mod(fused, ext_i)), lo_i, ext_i)
-            value_of[t.outer] = _clamp(n.Add(lo_o, n.Div(fused, ext_i)), lo_o, ext_o)
+    bounds, value_of, guards = _reduction_loops(d, sched, error)
 
     def resolve(x: n.Expr, preserved_as: n.Expr) -> n.Expr:
         while var_names(x) & value_of.keys():
@@ -215,6 +185,44 @@ def rfactor(stage, rvar, v, name: str | None):
     f.schedule.stages[k] = StageSchedule([*(Dim(x) for x in pure), Dim(loop, pure=False)],
                                          rfactor=RFactor(loop, var, intm_name, sched))
     return intm
+
+
+def _reduction_loops(d, sched: StageSchedule, error
+                     ) -> tuple[dict[str, tuple[n.Expr, n.Expr]], dict[str, n.Expr], list[n.Expr]]:
+    """The reduction loops the stage's splits and fuses made, as reduction variables:
+    their (min, extent) by name, the value of each variable they replaced (in terms of
+    the loops), and the guards of non-dividing splits."""
+    bounds = {r.name: (r.min.node, r.extent.node) for r in d.rdom.rvars}
+    value_of: dict[str, n.Expr] = {}
+    guards: list[n.Expr] = []
+    for t in sched.transforms:
+        if isinstance(t, Split):
+            if t.old not in bounds:
+                raise error(f"split({t.old}, ...) splits a pure loop; call rfactor before "
+                            "scheduling the pure loops of this stage")
+            lo, extent = bounds.pop(t.old)
+            factor = n.const(t.factor)
+            bounds[t.outer] = (n.const(0), n.Div(n.Add(extent, n.const(t.factor - 1)), factor))
+            bounds[t.inner] = (n.const(0), factor)
+            point = n.Add(n.Add(lo, n.Mul(n.Var(t.outer), factor)), n.Var(t.inner))
+            value_of[t.old] = point
+            if not (isinstance(extent, n.Const) and extent.value % t.factor == 0):
+                # Past the end only where the guard is false; the min shows bounds
+                # inference the range, so the guard needn't be understood.
+                guards.append(n.LT(point, n.Add(lo, extent)))
+                value_of[t.old] = n.Min(point, n.Sub(n.Add(lo, extent), n.const(1)))
+        elif isinstance(t, Fuse):
+            if t.outer not in bounds or t.inner not in bounds:
+                raise error(f"fuse({t.outer}, {t.inner}, {t.fused}) fuses a pure loop; call "
+                            "rfactor before scheduling the pure loops of this stage")
+            (lo_o, ext_o), (lo_i, ext_i) = bounds.pop(t.outer), bounds.pop(t.inner)
+            fused = n.Var(t.fused)
+            bounds[t.fused] = (n.const(0), n.Mul(ext_o, ext_i))
+            # In range by construction; the clamps show bounds inference the ranges,
+            # which a division by a symbolic extent hides.
+            value_of[t.inner] = _clamp(n.Add(lo_i, n.Mod(fused, ext_i)), lo_i, ext_i)
+            value_of[t.outer] = _clamp(n.Add(lo_o, n.Div(fused, ext_i)), lo_o, ext_o)
+    return bounds, value_of, guards
 
 
 def _clamp(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:
