@@ -156,3 +156,24 @@ def test_allow_race_conditions_when_every_write_agrees():
     expected = np.zeros(256, np.uint8)
     expected[img.ravel()] = 1
     assert_matches_reference(seen, (256,), {image: img}, expected)
+
+
+@pytest.mark.parametrize("schedule", [
+    lambda d, r: d.update(0).parallel(r.y),
+    lambda d, r: d.update(0).vectorize(r.y, 4),
+    lambda d, r: d.update(0).split(r.y, ro, ri, 3).parallel(ro).vectorize(ri),
+], ids=["parallel", "vectorize", "split_parallel_vectorize"])
+def test_anti_diagonal_sums(schedule):
+    """d[r.x + r.y] += inp[r.x, r.y]: for one row r.x, the columns r.y hit different
+    points, so the inner loop runs out of order while the row loop stays serial."""
+    for shape in SIZES:
+        inp = halo.ImageParam(halo.int32, 2, "inp")
+        r = halo.RDom(inp, name="r")
+        d = halo.Func("d")
+        d[x] = 0
+        d[r.x + r.y] += inp[r.x, r.y]
+        schedule(d, r)
+        a = np.random.default_rng(6).integers(-50, 50, shape).astype(np.int32)
+        expected = np.array([np.trace(np.fliplr(a), offset=shape[1] - 1 - k)
+                             for k in range(shape[0] + shape[1] - 1)], np.int32)
+        assert_matches_reference(d, (shape[0] + shape[1] - 1,), {inp: a}, expected)
