@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import halide as hl
 import numpy as np
 
-from apps import conv_relu, harris, softmax, unsharp
+from apps import conv_relu, harris, histogram, softmax, unsharp
 
 # The apps' helpers multiply by Python floats; Halide takes them as float32 (as halo
 # and NumPy do) but warns about the lost float64 precision each time.
@@ -256,15 +256,24 @@ def histogram_algorithm() -> HalideApp:
     hist = hl.Func("hist")
     hist[b] = hl.i32(0)
     hist[hl.cast(hl.Int(32), image[r.x, r.y])] += 1
-    return HalideApp(hist, [image], {"hist": hist})
+    return HalideApp(hist, [image], {"hist": hist, "r": r})
 
 
 def histogram_schedule(app: HalideApp) -> None:
-    # halo: hist.vectorize(b, 8); the update stays serial (unscheduled)
-    (b,) = named_vars("b")
-    hist = app.funcs["hist"]
+    # halo: hist.vectorize(b, 8)
+    #       hist.update(0).split(r.x, ro, ri, ROWS)      (halo's r.x is the rows: r.y here)
+    #       intm = hist.update(0).rfactor(ro, u)
+    #       intm.compute_root().vectorize(b, 8).update(0).parallel(u)
+    #       hist.update(0).reorder(ro, b).vectorize(b, 8)
+    b, u = named_vars("b u")
+    ro, ri = hl.RVar("ro"), hl.RVar("ri")
+    hist, r = app.funcs["hist"], app.funcs["r"]
     hist.vectorize(b, 8, SHIFT)
-    hist.update(0).unscheduled()
+    hist.update(0).split(r.y, ro, ri, histogram.ROWS, GUARD)
+    intm = hist.update(0).rfactor(ro, u)
+    intm.compute_root().vectorize(b, 8, SHIFT)
+    intm.update(0).parallel(u)
+    hist.update(0).reorder(b, ro).vectorize(b, 8, GUARD)
 
 
 TWINS: dict[str, tuple[Callable[[], HalideApp], Callable[[HalideApp], None]]] = {

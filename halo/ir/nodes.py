@@ -24,6 +24,8 @@ Semantics (what every backend and the reference interpreter agree on):
   parallel, vectorized, unrolled); the result must not depend on it.
 * `Provide`/`Realize` address a Func by multi-dimensional coordinates (outermost first);
   after storage flattening they become `Store`/`Load`/`Allocate` on flat buffers.
+* `Atomic(body)` makes its one update of a Func element indivisible; it doesn't order
+  the updates of different iterations (the update must not depend on that order).
 * Evaluation order in a `Block` is left to right; `LetStmt` and `Let` evaluate their
   value once.
 """
@@ -242,6 +244,14 @@ class Provide(Stmt):
     name: str
     value: Expr
     args: tuple[Expr, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Atomic(Stmt):
+    """`body`, one `Provide` (later `Store`) whose value reads its target only at the
+    point it writes, runs as one indivisible read-modify-write of that point, so
+    iterations running at once never lose each other's updates."""
+    body: Stmt
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,6 +132,9 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
         case n.Store(name=name, index=i, value=v, predicate=p):
             mask = "" if p is None else f", mask={expr_to_str(p)}"
             out.append(f"{pad}{name}[{expr_to_str(i)}{mask}] = {expr_to_str(v)}")
+        case n.Atomic(body=b):
+            out.append(f"{pad}atomic:")
+            _stmt(b, ind + 1, out)
         case n.Realize(name=name, type=t, bounds=bounds, body=b, scope=scope):
             dims = ", ".join(f"{expr_to_str(lo)}:{expr_to_str(n.Add(lo, ext))}"
                              for lo, ext in bounds)
@@ -171,7 +174,7 @@ def loop_nest_to_str(s: n.Stmt) -> str:
             case n.Realize(name=name, body=b) | n.Allocate(name=name, body=b):
                 lines.append(f"{pad}allocate {name} in {s.scope}:")
                 visit(b, ind + 1)
-            case n.LetStmt(body=b):
+            case n.LetStmt(body=b) | n.Atomic(body=b):
                 visit(b, ind)
             case n.IfThenElse(then_case=t, else_case=e):
                 visit(t, ind)

@@ -22,6 +22,7 @@ from halo.lang.names import claim_name
 from halo.lang.rdom import RDom
 from halo.lang.var import RVar, Var
 from halo.schedule import Dim, FuncPlacement, FuncSchedule, Schedulable, StageSchedule
+from halo.schedule.update_stage import UpdateStage
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,8 @@ class FuncRef(Expr):
     def __imul__(self, value): return _Update(self, n.Mul, value)
 
 
-class Stage(Schedulable):
+class Stage(UpdateStage):
     """An update definition of a Func, for scheduling: `f.update(i)`."""
-
-    _is_update = True
 
     def __init__(self, func: Func, index: int):
         self.func = func

@@ -15,7 +15,10 @@ _LETTERS = "xyzw"
 
 
 class RDom:
-    def __init__(self, *ranges, name: str | None = None):
+    def __init__(self, *ranges, name: str | None = None,
+                 rvar_names: tuple[str, ...] | None = None):
+        """`rvar_names` names the dimensions (default `r.x`, `r.y`, ...); rfactor uses it
+        to keep the names of the loops it turns into reduction variables."""
         if len(ranges) == 1 and hasattr(ranges[0], "shape") and hasattr(ranges[0], "name"):
             ranges = tuple((0, extent) for extent in ranges[0].shape)
         if not ranges:
@@ -34,9 +37,10 @@ class RDom:
             bounds.append((lo, extent))
         self.bounds: tuple[tuple[Expr, Expr], ...] = tuple(bounds)
         self.predicate: Expr | None = None
-        self.rvars = tuple(
-            RVar(self, i, f"{self.name}.{_LETTERS[i] if i < 4 else i}")
-            for i in range(len(bounds)))
+        if rvar_names is None:
+            rvar_names = tuple(f"{self.name}.{_LETTERS[i] if i < 4 else i}"
+                               for i in range(len(bounds)))
+        self.rvars = tuple(RVar(self, i, nm) for i, nm in enumerate(rvar_names))
 
     def __len__(self) -> int:
         return len(self.rvars)

@@ -9,7 +9,8 @@ at root) and `Realize(f)` around its store loop's body, and calls of inlined Fun
 substituted. Loop variables are named `f.s{stage}.{var}` for a stage's own dimensions and
 `{split var}.{new name}` for loops made by splits (Halide's convention), so every name is
 unique. Loop bounds of pure dimensions refer to `f.s{k}.{v}.min` / `.max`, which
-`bounds_inference` defines.
+`bounds_inference` defines. The Provide of a stage scheduled `atomic()` is wrapped in
+`Atomic`.
 """
 from __future__ import annotations
 
@@ -78,6 +79,8 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     args = tuple(substitute(a, replace) for a in definition.args)
     value = substitute(definition.value, replace)
     body: n.Stmt = n.Provide(func, value, args)
+    if sched.atomic:
+        body = n.Atomic(body)
     rdom = definition.rdom
     if rdom is not None and rdom.predicate is not None:
         body = n.IfThenElse(substitute(rdom.predicate.node, replace), body)

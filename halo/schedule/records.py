@@ -51,8 +51,14 @@ class Dim:
 
 @dataclass
 class StageSchedule:
+    """`atomic` / `allow_races`: the user's permission to run reduction loops out of order
+    (with atomic updates / as they come). `rfactor`: set on the merge stage an rfactor
+    made, saying how it was made (see `RFactor`)."""
     dims: list[Dim]
     transforms: list[Split | Fuse | Reorder] = field(default_factory=list)
+    atomic: bool = False
+    allow_races: bool = False
+    rfactor: RFactor | None = None
 
     def dim_names(self) -> list[str]:
         return [d.name for d in self.dims]
@@ -69,6 +75,17 @@ class StageSchedule:
             elif isinstance(t, Fuse):
                 used |= {t.outer, t.inner, t.fused}
         return used
+
+
+@dataclass(frozen=True)
+class RFactor:
+    """`rfactor(loop, var)` turned this update into a merge over `loop` of the Func
+    `intermediate`, whose new pure dimension `var` stands for `loop`. `prior` is the
+    update's schedule before the call (replayed first, so the same loops exist)."""
+    loop: str
+    var: str
+    intermediate: str
+    prior: StageSchedule
 
 
 @dataclass(frozen=True)

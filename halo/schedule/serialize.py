@@ -13,7 +13,17 @@ from dataclasses import dataclass
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
-from halo.schedule.records import Dim, FuncSchedule, Fuse, LoopLevel, Reorder, Split, StageSchedule
+from halo.schedule.records import (
+    Dim,
+    FuncSchedule,
+    Fuse,
+    LoopLevel,
+    Reorder,
+    RFactor,
+    Split,
+    StageSchedule,
+)
+from halo.schedule.rfactor import default_name
 
 _KIND_CALL = {ForKind.VECTORIZED: "vectorize", ForKind.UNROLLED: "unroll",
               ForKind.PARALLEL: "parallel"}
@@ -23,12 +33,14 @@ _KIND_CALL = {ForKind.VECTORIZED: "vectorize", ForKind.UNROLLED: "unroll",
 class Call:
     """One schedule call: `target.method(*args, **kwargs)`. `target` is a Func name and
     a stage (0: the Func itself, i: `.update(i - 1)`); Func-valued arguments are
-    `StageRef`s, loop names are strings."""
+    `StageRef`s, loop names are strings. `result` names the Func a call returns (rfactor's
+    intermediate), which later calls refer to."""
     func: str
     stage: int
     method: str
     args: tuple
     kwargs: tuple[tuple[str, object], ...] = ()
+    result: str | None = None
 
 
 @dataclass(frozen=True)
@@ -38,24 +50,64 @@ class StageRef:
 
 
 def replay_plan(schedules: dict[str, FuncSchedule]) -> list[Call]:
-    """The calls that rebuild `schedules` (Func name -> its schedule), in order."""
+    """The calls that rebuild `schedules` (Func name -> its schedule), in order. A Func
+    made by rfactor is scheduled right after the rfactor call that makes it; placements
+    at its loops wait until the end."""
+    made = made_by_rfactor(schedules)
     plan: list[Call] = []
     for name, sched in schedules.items():
-        for k, stage in enumerate(sched.stages):
-            for t in stage.transforms:
-                if isinstance(t, Split):
-                    kwargs = () if t.tail == "auto" else (("tail", t.tail),)
-                    plan.append(Call(name, k, "split", (t.old, t.outer, t.inner, t.factor),
-                                     kwargs))
-                elif isinstance(t, Fuse):
-                    plan.append(Call(name, k, "fuse", (t.outer, t.inner, t.fused)))
-                else:
-                    plan.append(Call(name, k, "reorder", t.names))
-            for d in stage.dims:
-                if d.kind in _KIND_CALL:
-                    plan.append(Call(name, k, _KIND_CALL[d.kind], (d.name,)))
-        plan += _placement_calls(name, sched)
-    return plan
+        if name not in made:
+            plan += _func_calls(name, sched, schedules)
+    late = [c for c in plan if any(isinstance(a, StageRef) and a.func in made
+                                   for a in c.args)]
+    return [c for c in plan if c not in late] + late
+
+
+def made_by_rfactor(schedules: dict[str, FuncSchedule]) -> set[str]:
+    """Names of the Funcs that rfactor calls in `schedules` make."""
+    made = set()
+    for sched in schedules.values():
+        for stage in sched.stages:
+            while stage.rfactor is not None:
+                made.add(stage.rfactor.intermediate)
+                stage = stage.rfactor.prior
+    return made
+
+
+def _func_calls(name: str, sched: FuncSchedule, schedules: dict[str, FuncSchedule]
+                ) -> list[Call]:
+    calls = []
+    for k, stage in enumerate(sched.stages):
+        calls += _stage_calls(name, k, stage, schedules)
+    return calls + _placement_calls(name, sched)
+
+
+def _stage_calls(name: str, k: int, stage: StageSchedule,
+                 schedules: dict[str, FuncSchedule]) -> list[Call]:
+    calls: list[Call] = []
+    rf = stage.rfactor
+    if rf is not None:
+        calls += _stage_calls(name, k, rf.prior, schedules)
+        kwargs = () if rf.intermediate == default_name(name, k) else \
+            (("name", rf.intermediate),)
+        calls.append(Call(name, k, "rfactor", (rf.loop, rf.var), kwargs, rf.intermediate))
+        calls += _func_calls(rf.intermediate, schedules[rf.intermediate], schedules)
+    if stage.atomic:
+        calls.append(Call(name, k, "atomic", ()))
+    if stage.allow_races:
+        calls.append(Call(name, k, "allow_race_conditions", ()))
+    for t in stage.transforms:
+        if isinstance(t, Split):
+            kwargs = () if t.tail == "auto" else (("tail", t.tail),)
+            calls.append(Call(name, k, "split", (t.old, t.outer, t.inner, t.factor), kwargs))
+        elif isinstance(t, Fuse):
+            calls.append(Call(name, k, "fuse", (t.outer, t.inner, t.fused)))
+        else:
+            calls.append(Call(name, k, "reorder", t.names))
+    for d in stage.dims:
+        if d.kind in _KIND_CALL:
+            calls.append(Call(name, k, _KIND_CALL[d.kind], (d.name,)))
+    return calls
 
 
 def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
@@ -118,7 +170,8 @@ def _arg_text(a: object, method: str) -> str:
 def _call_text(c: Call) -> str:
     args = [_arg_text(a, c.method) for a in c.args]
     args += [f"{k}={v!r}" for k, v in c.kwargs]
-    return f"{_target_text(c.func, c.stage)}.{c.method}({', '.join(args)})"
+    result = "" if c.result is None else f"{c.result} = "
+    return f"{result}{_target_text(c.func, c.stage)}.{c.method}({', '.join(args)})"
 
 
 # -------------------------------------------------------------------------------- JSON
@@ -138,21 +191,36 @@ def apply_json(f, text: str) -> None:
     from halo.lang.environment import Environment
     env = Environment.of([f])
     data = json.loads(text)
-    unknown = set(data) - set(env.funcs)
+    unknown = set(data) - set(env.funcs) - _intermediates_in(data)
     if unknown:
         raise ScheduleError(f"the schedule names Func(s) {', '.join(sorted(unknown))} that "
                             f"are not in this pipeline ({', '.join(env.funcs)})")
     schedules = {name: _sched_from_dict(d) for name, d in data.items()}
+    funcs = dict(env.funcs)
     for call in replay_plan(schedules):
-        execute(call, env.funcs)
+        execute(call, funcs)
+
+
+def _intermediates_in(data: dict) -> set[str]:
+    """Names of the Funcs that the rfactor calls of a JSON schedule make."""
+    made = set()
+    for d in data.values():
+        for stage in d.get("stages", ()):
+            while "rfactor" in stage:
+                made.add(stage["rfactor"]["intermediate"])
+                stage = stage["rfactor"]["prior"]
+    return made
 
 
 def execute(call: Call, funcs: dict) -> None:
-    """Run one schedule call on the Funcs of a pipeline."""
+    """Run one schedule call on the Funcs of a pipeline (`funcs`, by name; a Func the
+    call makes joins it)."""
     f = funcs[call.func]
     target = f if call.stage == 0 else f.update(call.stage - 1)
     args = [_resolve(a, funcs) for a in call.args]
-    getattr(target, call.method)(*args, **dict(call.kwargs))
+    result = getattr(target, call.method)(*args, **dict(call.kwargs))
+    if call.result is not None:
+        funcs[call.result] = result
 
 
 def _resolve(a: object, funcs: dict) -> object:
@@ -168,15 +236,45 @@ def _sched_dict(s: FuncSchedule) -> dict:
             raise ScheduleError(f"bound({v}, ...) with an expression can't be saved as JSON; "
                                 "use schedule_source() instead")
     return {
-        "stages": [{"dims": [[d.name, d.kind.value, d.pure] for d in st.dims],
-                    "transforms": [_transform_dict(t) for t in st.transforms]}
-                   for st in s.stages],
+        "stages": [_stage_dict(st) for st in s.stages],
         "compute_level": _level_dict(s.compute_level),
         "store_level": _level_dict(s.store_level),
         "bounds": {v: list(b) for v, b in s.bounds.items()},
         "estimates": s.estimates,
         "memory_scope": s.memory_scope,
     }
+
+
+def _stage_dict(st: StageSchedule) -> dict:
+    d: dict = {"dims": [[x.name, x.kind.value, x.pure] for x in st.dims],
+               "transforms": [_transform_dict(t) for t in st.transforms]}
+    if st.atomic:
+        d["atomic"] = True
+    if st.allow_races:
+        d["allow_races"] = True
+    if st.rfactor is not None:
+        rf = st.rfactor
+        d["rfactor"] = {"loop": rf.loop, "var": rf.var, "intermediate": rf.intermediate,
+                        "prior": _stage_dict(rf.prior)}
+    return d
+
+
+def _stage_from_dict(d: dict) -> StageSchedule:
+    rf = d.get("rfactor")
+    return StageSchedule(
+        [Dim(nm, ForKind(kind), pure) for nm, kind, pure in d["dims"]],
+        [_transform_from_dict(t) for t in d["transforms"]],
+        atomic=d.get("atomic", False), allow_races=d.get("allow_races", False),
+        rfactor=None if rf is None else RFactor(rf["loop"], rf["var"], rf["intermediate"],
+                                                _stage_from_dict(rf["prior"])))
+
+
+def _transform_from_dict(t: dict) -> Split | Fuse | Reorder:
+    if "split" in t:
+        return Split(*t["split"])
+    if "fuse" in t:
+        return Fuse(*t["fuse"])
+    return Reorder(tuple(t["reorder"]))
 
 
 def _level_dict(level: LoopLevel | None) -> dict | None:
@@ -194,20 +292,11 @@ def _transform_dict(t: Split | Fuse | Reorder) -> dict:
 
 
 def _sched_from_dict(d: dict) -> FuncSchedule:
-    def transform(t: dict):
-        if "split" in t:
-            return Split(*t["split"])
-        if "fuse" in t:
-            return Fuse(*t["fuse"])
-        return Reorder(tuple(t["reorder"]))
-
     def level(lv):
         return None if lv is None else LoopLevel(lv["kind"], lv["func"], lv["stage"], lv["var"])
 
     return FuncSchedule(
-        stages=[StageSchedule([Dim(nm, ForKind(kind), pure) for nm, kind, pure in st["dims"]],
-                              [transform(t) for t in st["transforms"]])
-                for st in d["stages"]],
+        stages=[_stage_from_dict(st) for st in d["stages"]],
         compute_level=level(d["compute_level"]), store_level=level(d["store_level"]),
         bounds={v: tuple(b) for v, b in d["bounds"].items()},
         estimates=[tuple(e) for e in d["estimates"]] if d["estimates"] else None,

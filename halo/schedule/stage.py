@@ -68,11 +68,20 @@ class Schedulable(ABC):
         return name
 
     def _fresh_suffix(self, base: str, suffix: str) -> str:
+        """A new loop name from `base` (`x_vec`; `r_x_vec` for `r.x`, so the name is a
+        plain identifier that schedule_source can declare as a Var)."""
         used = self._stage().names_used()
+        base = base.replace(".", "_")
         name, i = f"{base}_{suffix}", 1
         while name in used:
             name, i = f"{base}_{suffix}{i}", i + 1
         return name
+
+    def _reduction_order_problem(self, new_dims: list[Dim]) -> str | None:
+        """Why `new_dims` (the loops after a call) would run an update's reduction loops
+        out of order in a way that may change its result, or None. A pure stage has no
+        reduction loops; update stages override this."""
+        return None
 
     # ------------------------------------------------------------------ transformations
 
@@ -144,16 +153,12 @@ class Schedulable(ABC):
             raise self._error("reorder", vs, f"loop '{dup}' is listed twice")
         stage = self._stage()
         slots = sorted(stage.dims.index(d) for d in dims)
-        rvars_before = [d.name for d in stage.dims if not d.pure]
         new = list(stage.dims)
         for slot, d in zip(slots, dims, strict=True):
             new[slot] = d
-        rvars_after = [d.name for d in new if not d.pure]
-        if rvars_after != rvars_before:
-            raise self._error("reorder", vs, "this changes the order of reduction loops "
-                                             f"({', '.join(rvars_before)}), which changes the "
-                                             "order the update visits its domain; keep "
-                                             "reduction loops in their order")
+        problem = self._reduction_order_problem(new)
+        if problem:
+            raise self._error("reorder", vs, problem)
         stage.dims[:] = new
         stage.transforms.append(Reorder(tuple(names)))
         return self
@@ -169,18 +174,24 @@ class Schedulable(ABC):
         self.split(x, xo, xi, tx, tail)
         return self.reorder(yo, xo, yi, xi)
 
-    def _set_kind(self, call: str, v, n: int | None, kind: ForKind, suffix: str):
+    def _set_kind(self, call: str, v, n: int | None, kind: ForKind, suffix: str,
+                  outer: bool = False):
+        """Give loop `v` (with `n`: the inner loop of a split by n, or with `outer` the
+        outer one) the loop kind `kind`. A refused call leaves the schedule as it was."""
+        args = (v,) if n is None else (v, n)
+        stage = self._stage()
+        saved = list(stage.dims), list(stage.transforms)
         if n is not None:
             inner = self._fresh_suffix(loop_name(v), suffix)
             self.split(v, v, inner, n)
-            v = inner
-        dim = self._existing(call, (v,) if n is None else (v, n), v)
-        if kind in (ForKind.PARALLEL, ForKind.VECTORIZED) and not dim.pure:
-            raise self._error(call, (v,), f"'{dim.name}' is a reduction loop: running its "
-                                          "iterations at once could race on the value being "
-                                          "reduced; split off a pure loop instead, or use "
-                                          "rfactor")
-        dim.kind = kind
+            v = v if outer else inner
+        dim = self._existing(call, args, v)
+        previous, dim.kind = dim.kind, kind
+        problem = self._reduction_order_problem(stage.dims)
+        if problem:
+            dim.kind = previous
+            stage.dims[:], stage.transforms[:] = saved
+            raise self._error(call, args, problem)
         return self
 
     def vectorize(self, v, n: int | None = None):
@@ -195,11 +206,7 @@ class Schedulable(ABC):
     def parallel(self, v, task_size: int | None = None):
         """Run the iterations of `v` on the thread pool. With `task_size`: split by it and
         run the outer loop in parallel, each task doing `task_size` iterations."""
-        if task_size is None:
-            return self._set_kind("parallel", v, None, ForKind.PARALLEL, "")
-        inner = self._fresh_suffix(loop_name(v), "task")
-        self.split(v, v, inner, task_size)
-        return self._set_kind("parallel", v, None, ForKind.PARALLEL, "")
+        return self._set_kind("parallel", v, task_size, ForKind.PARALLEL, "task", outer=True)
 
     def serial(self, v):
         """A plain loop (the default)."""

@@ -59,8 +59,60 @@ def matmul_update():
     return C
 
 
+def rfactor_total():
+    """The example of `rfactor`'s docstring, the intermediate's loop u in parallel."""
+    g = halo.ImageParam(halo.float32, 2, "g")
+    r = halo.RDom(g, name="r")
+    f = halo.Func("f")
+    f[()] = 0.0
+    f[()] += g[r.x, r.y]
+    f.update(0).rfactor(r.x, halo.Var("u")).compute_root().update(0).parallel("u")
+    return f
+
+
+def rfactor_histogram():
+    """A histogram's rows split in blocks of 8, one partial histogram per block in
+    parallel, merged with vectors over the bins."""
+    image = halo.ImageParam(halo.uint8, 2, "image")
+    r = halo.RDom(image, name="r")
+    b, u, ro, ri = halo.vars("b u ro ri")
+    hist = halo.Func("hist")
+    hist[b] = 0
+    hist[halo.cast(halo.int32, image[r.x, r.y])] += 1
+    hist.update(0).split(r.x, ro, ri, 8)
+    intm = hist.update(0).rfactor(ro, u)
+    intm.compute_root().update(0).parallel(u)
+    hist.update(0).reorder(ro, b).vectorize(b, 8)
+    return hist
+
+
+def atomic_histogram():
+    """The example of `atomic`'s docstring: a scatter in parallel with atomic updates."""
+    g = halo.ImageParam(halo.int32, 1, "g")
+    r = halo.RDom(g, name="r")
+    h = halo.Func("h")
+    h[x] = 0
+    h[halo.clamp(g[r], 0, 255)] += 1
+    h.update(0).atomic().parallel(r.x)
+    return h
+
+
+def allow_races_scatter():
+    """The example of `allow_race_conditions`'s docstring: every write stores 1."""
+    g = halo.ImageParam(halo.int32, 1, "g")
+    r = halo.RDom(g, name="r")
+    f = halo.Func("f")
+    f[x] = 0
+    f[halo.clamp(g[r], 0, 99)] = 1
+    f.update(0).allow_race_conditions().parallel(r.x)
+    return f
+
+
 CASES = {"tiled_compute_at": tiled_compute_at, "sliding_store_at": sliding_store_at,
-         "matmul_update": matmul_update, "sliding_window_blur": sliding_window_blur}
+         "matmul_update": matmul_update, "rfactor_total": rfactor_total,
+         "rfactor_histogram": rfactor_histogram, "atomic_histogram": atomic_histogram,
+         "allow_races_scatter": allow_races_scatter,
+         "sliding_window_blur": sliding_window_blur}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

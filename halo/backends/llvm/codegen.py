@@ -1,10 +1,11 @@
 """Lowered halo statements to an LLVM module, through llvmlite's `ir.IRBuilder`.
 
-Input: a lowered, flattened `Stmt`: For, LetStmt, Block, IfThenElse, Evaluate, Store and
-Allocate, over expressions Const, Var, Cast, the binary operators, Not, Select, math Calls,
-Load, Let, and the vector forms vectorize_loops makes of them (vector types, Ramp,
-Broadcast, Loads and Stores at vector indices with predicates). Anything else (Provide,
-Realize, Func calls) is a bug in lowering and raises `InternalError`.
+Input: a lowered, flattened `Stmt`: For, LetStmt, Block, IfThenElse, Evaluate, Store,
+Atomic (a Store made indivisible, see `atomics.py`) and Allocate, over expressions Const,
+Var, Cast, the binary operators, Not, Select, math Calls, Load, Let, and the vector forms
+vectorize_loops makes of them (vector types, Ramp, Broadcast, Loads and Stores at vector
+indices with predicates). Anything else (Provide, Realize, Func calls) is a bug in
+lowering and raises `InternalError`.
 
 Output: an `ir.Module` holding one function
 
@@ -27,7 +28,7 @@ from typing import Literal, NamedTuple
 
 from llvmlite import ir
 
-from halo.backends.llvm import arithmetic, parallel, vectors
+from halo.backends.llvm import arithmetic, atomics, parallel, vectors
 from halo.backends.llvm.llvm_types import (
     INDEX,
     POINTER,
@@ -289,6 +290,27 @@ class _FunctionEmitter:
             return
         address = self._element_address(buffer, span.first, inbounds=mask is None)
         vectors.store(self._builder, value, address, mask, buffer.type.bytes, span.reversed)
+
+    def _stmt_Atomic(self, s: n.Atomic) -> None:
+        """An indivisible update of one element; atomics.py picks the instruction."""
+        match s.body:
+            case n.LetStmt(name=name, value=value, body=body):
+                self._stmt(n.LetStmt(name, value, n.Atomic(body)))
+                return
+            case n.Store(name=name, index=index) as store:
+                buffer = self._buffer(name)
+
+                def emit_value(e: n.Expr, old: str, value: ir.Value | None) -> ir.Value:
+                    if value is None:
+                        return self._expr(e)
+                    with _bound(self._scalars, old, _Binding(store.value.type, value)):
+                        return self._expr(e)
+
+                atomics.emit_atomic_store(self._builder, store,
+                                          self._element_address(buffer, index),
+                                          memory_type(buffer.type), emit_value)
+                return
+        raise InternalError(f"an atomic block must hold one store:\n{s.body!r}")
 
     def _stmt_Allocate(self, s: n.Allocate) -> None:
         if s.scope == "heap":

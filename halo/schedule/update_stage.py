@@ -1,0 +1,136 @@
+"""Scheduling calls that only update stages have: the legality of running reduction
+loops out of order (see `races.py`), `atomic()`, `allow_race_conditions()` and `rfactor`.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from halo.ir import nodes as n
+from halo.ir.nodes import ForKind
+from halo.ir.printer import expr_to_str
+from halo.ir.visitor import walk
+from halo.schedule.races import (
+    WAYS_OUT,
+    distinct_points_problem,
+    loop_sources,
+    order_change,
+    self_read_problem,
+)
+from halo.schedule.records import Dim
+from halo.schedule.rfactor import LEGAL_FORMS, recognize
+from halo.schedule.stage import Schedulable
+
+if TYPE_CHECKING:
+    from halo.lang.func import Definition, Func
+
+_OUT_OF_ORDER = {ForKind.PARALLEL: "in parallel", ForKind.VECTORIZED: "vectorized"}
+
+
+class UpdateStage(Schedulable):
+    """The schedule of update definition `index` (1 for the first) of `func`."""
+
+    _is_update = True
+    func: Func
+    index: int
+
+    def _definition(self) -> Definition:
+        return self.func.definitions[self.index]
+
+    def _reduction_order_problem(self, new_dims: list[Dim]) -> str | None:
+        sched = self._stage()
+        d = self._definition()
+        if sched.atomic or sched.allow_races or d.rdom is None:
+            return None
+        rvar_names = [r.name for r in d.rdom.rvars]
+        rvars = set(rvar_names)
+        sources = loop_sources([*d.pure_var_names(), *rvar_names], sched)
+        predicate = d.rdom.predicate.node if d.rdom.predicate is not None else None
+
+        def problem(vars_: frozenset[str], moving: set[str]) -> str | None:
+            return self_read_problem(self.func.name, d.args, d.value, predicate) or \
+                distinct_points_problem(self.func.name, d.args, rvars, vars_, moving)
+
+        for a, b in order_change(sched.dims, new_dims):
+            why = problem(sources[a], rvars) and problem(sources[b], rvars)
+            if why:
+                return (f"this swaps the reduction loops {b} and {a}, but {why}. To allow "
+                        f"it, use {WAYS_OUT}")
+        for k, dim in enumerate(new_dims):
+            if dim.kind not in _OUT_OF_ORDER or not sources[dim.name] & rvars:
+                continue
+            moving = set().union(*(sources[inner.name] for inner in new_dims[k:]))
+            why = problem(sources[dim.name], moving)
+            if why:
+                return (f"running reduction loop '{dim.name}' {_OUT_OF_ORDER[dim.kind]} "
+                        f"would race: {why}. To allow it, use {WAYS_OUT}")
+        return None
+
+    def atomic(self):
+        """Let this update's reduction loops run in parallel, vectorized or reordered by
+        making each update of a point atomic (an LLVM `atomicrmw` for + - min max, a
+        compare-and-swap loop otherwise). Call it before `parallel`/`vectorize`.
+
+            for r in range(n):                 atomic().parallel(r)
+              h[g[r]] = h[g[r]] + 1       ->   for r in parallel(n):
+                                                 atomic: h[g[r]] = h[g[r]] + 1
+
+        The update must read the Func only at the point it writes (an atomic operation
+        covers one point), and combine it with an operator whose order doesn't matter
+        (the forms rfactor accepts: + - * min max & | ^). A vectorized atomic update runs
+        lane by lane.
+        """
+        d = self._definition()
+        predicate = d.rdom.predicate.node if d.rdom and d.rdom.predicate is not None else None
+        why = self_read_problem(self.func.name, d.args, d.value, predicate)
+        if why:
+            raise self._error("atomic", (), f"{why}; an atomic update reads and writes one "
+                                            "point. Legal: rfactor(...) if the update is an "
+                                            "associative reduction, or "
+                                            ".allow_race_conditions() at your own risk")
+        if not any(getattr(x, "name", None) == self.func.name for x in walk(d.value)):
+            raise self._error("atomic", (), f"the update doesn't read {self.func.name}, so "
+                                            "which write lands last decides the result and "
+                                            "no atomic operation makes that deterministic. "
+                                            "Legal: keep the reduction loops serial, or "
+                                            ".allow_race_conditions() at your own risk")
+        self_call = n.Call(d.value.type, self.func.name, d.args, n.CallKind.FUNC)
+        if recognize(self.func.name, self_call, d.value) is None:
+            raise self._error("atomic", (), f"the update {expr_to_str(self_call)} = "
+                                            f"{expr_to_str(d.value)} gives a result that "
+                                            "depends on the order of the updates, which "
+                                            "atomics don't fix; atomic() needs "
+                                            f"{LEGAL_FORMS.format(f=self.func.name)}. "
+                                            "Legal: keep the reduction loops serial, or "
+                                            ".allow_race_conditions() at your own risk")
+        self._stage().atomic = True
+        return self
+
+    def allow_race_conditions(self):
+        """Let this update's reduction loops run in parallel, vectorized or reordered
+        even where halo can't show that the result stays the same: the user asserts it
+        does (e.g. every point written gets the same value).
+
+            for r in range(n):                 allow_race_conditions().parallel(r)
+              f[g[r]] = 1                 ->   for r in parallel(n):
+                                                 f[g[r]] = 1
+        """
+        self._stage().allow_races = True
+        return self
+
+    def rfactor(self, rvar, v, name: str | None = None):
+        """Split this associative update into an intermediate Func, which reduces over
+        every reduction loop but `rvar` for each value of a new pure Var `v` (its first,
+        outermost dimension, followed by this Func's dimensions), and a merge of the
+        intermediate over `rvar`, which becomes this stage. Returns the intermediate
+        (named `name`, default `<func>_intm`), to schedule like any Func.
+
+            for r.x in range(H):             intm = f.update(0).rfactor(r.x, u)
+              for r.y in range(W):      ->   for u, r.y:  intm[u] = intm[u] + g[u, r.y]
+                f[()] = f[()] + g[r.x, r.y]  for r.x:     f[()] = f[()] + intm[r.x]
+
+        `rvar` may be a loop made by splitting or fusing reduction loops. The update must
+        be `f = f op e` (or `e op f`, `min/max(f, e)`, `f - e`) with op one of + * min
+        max and e free of f; anything else is refused.
+        """
+        from halo.schedule.rfactor import rfactor
+        return rfactor(self, rvar, v, name)
