@@ -174,7 +174,10 @@ def loop_nest_to_str(s: n.Stmt) -> str:
             case n.Realize(name=name, body=b) | n.Allocate(name=name, body=b):
                 lines.append(f"{pad}allocate {name} in {s.scope}:")
                 visit(b, ind + 1)
-            case n.LetStmt(body=b) | n.Atomic(body=b):
+            case n.Atomic(body=b):
+                lines.append(f"{pad}atomic:")
+                visit(b, ind + 1)
+            case n.LetStmt(body=b):
                 visit(b, ind)
             case n.IfThenElse(then_case=t, else_case=e):
                 visit(t, ind)
