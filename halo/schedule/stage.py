@@ -145,6 +145,10 @@ class Schedulable(ABC):
             for y:                          reorder(x, y)
               for x:                   ->   for x:
                 ...                           for y: ...
+
+        On an update, swapping two reduction loops (or running one in parallel or
+        vectorized) is refused unless halo shows the result can't change; the error
+        names the ways out (rfactor, atomic(), allow_race_conditions()).
         """
         dims = [self._existing("reorder", vs, v) for v in vs]
         names = [d.name for d in dims]
