@@ -174,9 +174,15 @@ class Schedulable(ABC):
               for x:                   ->   for yo: for xo: for yi in range(2):
                 ...                                           for xi in range(4): ...
         """
-        self.split(y, yo, yi, ty, tail)
-        self.split(x, xo, xi, tx, tail)
-        return self.reorder(yo, xo, yi, xi)
+        stage = self._stage()
+        saved = list(stage.dims), list(stage.transforms)
+        try:
+            self.split(y, yo, yi, ty, tail)
+            self.split(x, xo, xi, tx, tail)
+            return self.reorder(yo, xo, yi, xi)
+        except ScheduleError:  # a refused tile leaves the schedule as it was
+            stage.dims[:], stage.transforms[:] = saved
+            raise
 
     def _set_kind(self, call: str, v, n: int | None, kind: ForKind, suffix: str,
                   outer: bool = False):
