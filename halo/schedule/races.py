@@ -12,7 +12,9 @@ iterations involved touch disjoint points of f. It proves that from two facts:
   `c * r + g` (`c` a nonzero constant, `g` free of every reduction variable that varies
   at the same time), so two iterations that differ in `r` write different points.
 
-Pure variables always qualify: an update reads and writes f at its own pure point.
+Pure variables always qualify: an update reads and writes f at its own pure point. A
+reorder is also fine when the update's result doesn't depend on the order at all (an
+exactly associative and commutative `f = f op e`, see `UpdateStage._order_free`).
 Otherwise the error names the ways out: `rfactor`, `.atomic()`, `.allow_race_conditions()`.
 """
 from __future__ import annotations

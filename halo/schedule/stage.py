@@ -145,6 +145,10 @@ class Schedulable(ABC):
             for y:                          reorder(x, y)
               for x:                   ->   for x:
                 ...                           for y: ...
+
+        On an update, swapping two reduction loops (or running one in parallel or
+        vectorized) is refused unless halo shows the result can't change; the error
+        names the ways out (rfactor, atomic(), allow_race_conditions()).
         """
         dims = [self._existing("reorder", vs, v) for v in vs]
         names = [d.name for d in dims]
@@ -170,9 +174,15 @@ class Schedulable(ABC):
               for x:                   ->   for yo: for xo: for yi in range(2):
                 ...                                           for xi in range(4): ...
         """
-        self.split(y, yo, yi, ty, tail)
-        self.split(x, xo, xi, tx, tail)
-        return self.reorder(yo, xo, yi, xi)
+        stage = self._stage()
+        saved = list(stage.dims), list(stage.transforms)
+        try:
+            self.split(y, yo, yi, ty, tail)
+            self.split(x, xo, xi, tx, tail)
+            return self.reorder(yo, xo, yi, xi)
+        except ScheduleError:  # a refused tile leaves the schedule as it was
+            stage.dims[:], stage.transforms[:] = saved
+            raise
 
     def _set_kind(self, call: str, v, n: int | None, kind: ForKind, suffix: str,
                   outer: bool = False):

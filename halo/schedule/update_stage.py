@@ -50,7 +50,10 @@ class UpdateStage(Schedulable):
             return self_read_problem(self.func.name, d.args, d.value, predicate) or \
                 distinct_points_problem(self.func.name, d.args, rvars, vars_, moving)
 
-        for a, b in order_change(sched.dims, new_dims):
+        swaps = order_change(sched.dims, new_dims)
+        if swaps and self._order_free(predicate):
+            swaps = []
+        for a, b in swaps:
             why = problem(sources[a], rvars) and problem(sources[b], rvars)
             if why:
                 return (f"this swaps the reduction loops {b} and {a}, but {why}. To allow "
@@ -64,6 +67,20 @@ class UpdateStage(Schedulable):
                 return (f"running reduction loop '{dim.name}' {_OUT_OF_ORDER[dim.kind]} "
                         f"would race: {why}. To allow it, use {WAYS_OUT}")
         return None
+
+    def _order_free(self, predicate: n.Expr | None) -> bool:
+        """Whether the update gives the same result in any order of its iterations: it is
+        `f = f op e` (e free of f, f read nowhere else) with `op` exactly associative and
+        commutative: + * & | ^ min max on integers, min max on floats (float sums and
+        products round differently in another order)."""
+        d = self._definition()
+        if self_read_problem(self.func.name, d.args, d.value, predicate):
+            return False
+        self_call = n.Call(d.value.type, self.func.name, d.args, n.CallKind.FUNC)
+        form = recognize(self.func.name, self_call, d.value)
+        if form is None:
+            return False
+        return not d.value.type.is_float or form[0] in ("minimum", "maximum")
 
     def atomic(self):
         """Let this update's reduction loops run in parallel, vectorized or reordered by

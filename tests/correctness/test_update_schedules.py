@@ -177,3 +177,31 @@ def test_anti_diagonal_sums(schedule):
         expected = np.array([np.trace(np.fliplr(a), offset=shape[1] - 1 - k)
                              for k in range(shape[0] + shape[1] - 1)], np.int32)
         assert_matches_reference(d, (shape[0] + shape[1] - 1,), {inp: a}, expected)
+
+
+@pytest.mark.parametrize("schedule", [
+    lambda h, r: h.update(0).reorder(r.y, r.x),
+    lambda h, r: h.update(0).tile(r.x, r.y, ro, x, ri, y, 4, 8),
+], ids=["reorder", "tile"])
+def test_reorder_of_an_order_free_update(schedule):
+    """An integer histogram counts the same in any order, so its reduction loops may be
+    reordered or tiled (still serial: running them at once needs atomic())."""
+    rng = np.random.default_rng(8)
+    for shape in [(1, 1), (13, 7), (37, 53)]:
+        image, hist, r = histogram()
+        schedule(hist, r)
+        img = rng.integers(0, 256, shape).astype(np.uint8)
+        expected = np.bincount(img.ravel(), minlength=256).astype(np.int32)
+        assert_matches_reference(hist, (256,), {image: img}, expected)
+
+
+def test_tiled_maximum_of_floats():
+    """max is exact in any order, also for floats."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom(inp, name="r")
+    m = halo.Func("m")
+    m[()] = halo.cast(halo.float32, -np.inf)
+    m[()] = halo.max(m[()], inp[r.x, r.y])
+    m.update(0).tile(r.x, r.y, ro, x, ri, y, 3, 4)
+    a = np.random.default_rng(9).random((11, 17), dtype=np.float32)
+    assert_matches_reference(m, (), {inp: a}, np.float32(a.max()))

@@ -105,6 +105,20 @@ def test_reorder_of_split_reduction_loops():
         "ro, ri, r.y")
 
 
+def test_refused_tile_leaves_the_schedule_unchanged():
+    """Tiling the two loops of a float sum swaps them; the refused tile undoes its
+    splits."""
+    _, g, r = total()
+    assert message_of(lambda: g.update(0).tile(r.x, r.y, ro, u, ri, x, 2, 2)) == (
+        "g.update(0).reorder(ro, u, ri, x): this swaps the reduction loops ri and u, but "
+        "the left side g[] does not tell the values of r.x apart, so two iterations may "
+        f"update the same point. {WAYS_OUT} The loops of g.update(0) are, outermost first: "
+        "ro, ri, u, x")
+    assert g.schedule.stages[1].dims == [halo.schedule.Dim("r.x", pure=False),
+                                         halo.schedule.Dim("r.y", pure=False)]
+    assert g.schedule.stages[1].transforms == []
+
+
 def test_atomic_update_reading_another_point():
     """An atomic operation covers one point; a recurrence reads two."""
     f, _ = recurrence()
