@@ -22,6 +22,7 @@ from halo.lang.names import claim_name
 from halo.lang.rdom import RDom
 from halo.lang.var import RVar, Var
 from halo.schedule import Dim, FuncPlacement, FuncSchedule, Schedulable, StageSchedule
+from halo.schedule.caching import CacheRead, CacheWrite, register_func
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ class Stage(Schedulable):
         return f"Stage({self._stage_label()})"
 
 
-class Func(Schedulable, FuncPlacement):
+class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
     """A stage of an algorithm: a function over integer coordinates."""
 
     def __init__(self, name: str | None = None):
@@ -123,6 +124,7 @@ class Func(Schedulable, FuncPlacement):
         self._updates: list[Definition] = []
         self._args: tuple[Var, ...] = ()
         self.schedule = FuncSchedule()
+        register_func(self)
 
     __hash__ = object.__hash__
 
