@@ -43,9 +43,25 @@ def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
 
 def _produce(name: str, ctx: LowerContext) -> n.Stmt:
     f = ctx.env.funcs[name]
-    stages = [_stage_loops(name, k, d, f.schedule.stages[k], ctx)
+    stages = [_specialized_loops(name, k, d, f.schedule.stages[k], ctx)
               for k, d in enumerate(f.definitions)]
     return inline_calls(block(*stages), ctx)
+
+
+def _specialized_loops(func: str, k: int, definition: Definition, sched: StageSchedule,
+                       ctx: LowerContext) -> n.Stmt:
+    """The loops of stage k, one nest per specialization chosen by its condition (in
+    order), the default schedule last. All nests cover the same region (the bounds lets
+    of the stage are shared), so bounds inference needs nothing new. Producers can be
+    computed at a loop only if every nest has it under the same IR name."""
+    nest = _stage_loops(func, k, definition, sched, ctx)
+    names = ctx.loop_names[(func, k)]
+    for spec in reversed(sched.specializations):
+        branch = _stage_loops(func, k, definition, spec.schedule, ctx)
+        names = {v: ir for v, ir in names.items() if ctx.loop_names[(func, k)].get(v) == ir}
+        nest = n.IfThenElse(spec.condition.node, branch, nest)
+    ctx.loop_names[(func, k)] = names
+    return nest
 
 
 def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule,

@@ -105,7 +105,8 @@ class _Flatten(IRMutator):
         region is at most the tile, even where the edge of the image clips it)."""
         if isinstance(extent, n.Const):
             return extent
-        bound = constant_upper_bound(simplify(_expand(extent, self.lets)))
+        extent = simplify(_expand(extent, self.lets))
+        bound = constant_upper_bound(extent)
         if bound is None:
             f = self.ctx.env.funcs[r.name]
             dim = f.args[i].name if i < len(f.args) else str(i)

@@ -10,6 +10,7 @@ from abc import ABC, abstractmethod
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
+from halo.schedule.gpu import GpuLoops
 from halo.schedule.records import TAILS, Dim, Fuse, Reorder, Split, StageSchedule
 
 
@@ -29,7 +30,7 @@ def _show(v: object) -> str:
     return getattr(v, "name", repr(v))
 
 
-class Schedulable(ABC):
+class Schedulable(GpuLoops, ABC):
     """Loop transformations of one stage. Subclasses provide `_stage()` (the record),
     `_stage_label()` (e.g. "f" or "f.update(0)"), and `_is_update`."""
 
@@ -204,3 +205,16 @@ class Schedulable(ABC):
     def serial(self, v):
         """A plain loop (the default)."""
         return self._set_kind("serial", v, None, ForKind.SERIAL, "")
+
+    def specialize(self, condition):
+        """A copy of this stage's schedule, used instead when `condition` (a boolean Expr
+        over Params and input extents) holds at run time; returns it for scheduling.
+
+            for y: for x: f[y, x] = ...     f.specialize(inp.shape[1] % 8 == 0).vectorize(x, 8)
+                                       ->   if inp.extent.1 % 8 == 0:
+                                              for y: for x.x: for x.x_vec in vectorized(8): ...
+                                            else:
+                                              for y: for x: f[y, x] = ...
+        """
+        from halo.schedule.specialize import specialize
+        return specialize(self, condition)
