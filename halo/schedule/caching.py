@@ -49,6 +49,12 @@ def _cache_name(source, scope: str) -> str:
     return f"{source.name}_{scope}" if k == 0 else f"{source.name}_{scope}{k}"
 
 
+def _reads_object(definition, source) -> bool:
+    """Whether `definition` reads this very Func or input (names can repeat across
+    algorithms)."""
+    return source in definition.deps and _reads(definition, source.name)
+
+
 def _reads(definition, name: str) -> bool:
     nodes = [definition.value, *definition.args]
     return any(isinstance(c, n.Call) and c.name == name and c.kind is not n.CallKind.MATH
@@ -82,7 +88,7 @@ def _predicate_reads(definition, source) -> bool:
 
 def _readers_of(source) -> list:
     return sorted((f for f in list(_live_funcs) if f is not source and f.defined
-                   and any(_reads(d, source.name) for d in f.definitions)),
+                   and any(_reads_object(d, source) for d in f.definitions)),
                   key=lambda f: f.name)
 
 
@@ -162,7 +168,7 @@ def _checked_readers(source, call: str, readers) -> list:
             raise ScheduleError(f"{call}: {source.name} can't read its own cache; its "
                                 "updates keep reading it. Use cache_write to compute it "
                                 "elsewhere")
-        if not (r.defined and any(_reads(d, source.name) for d in r.definitions)):
+        if not (r.defined and any(_reads_object(d, source) for d in r.definitions)):
             raise ScheduleError(
                 f"{call}: {r.name} does not read {source.name}; the Funcs that read it are: "
                 f"{', '.join(readers_now) or '(none yet)'}")
