@@ -264,6 +264,12 @@ def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str 
         raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} has no "
                             f"stage {stage}")
     if level.var not in names:
+        if ctx.env.funcs[consumer].schedule.stages[stage].specializations:
+            raise ScheduleError(
+                f"{name}.{call}({consumer}, {level.var}): {consumer} is specialized, and not "
+                f"all of its schedules have loop '{level.var}' (from the same splits); "
+                f"{name} must be placed at a loop every branch has, or at root. The loops "
+                f"all of them share are: {', '.join(names) or '(none)'}")
         raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} has no loop "
                             f"named '{level.var}'; its loops are, outermost first: "
                             f"{', '.join(names)}")

@@ -1,0 +1,122 @@
+"""specialize: a stage's schedule chosen at run time by a condition. Each test runs sizes
+on both sides of the condition against the reference, and checks that the lowered
+condition picks the branch it should for those sizes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import halo
+from halo.analysis.simplify import simplify
+from halo.ir import nodes as n
+from halo.ir.substitute import substitute
+from halo.ir.visitor import walk
+from tests.correctness.conftest import assert_matches_reference
+
+y, x, yo, yi, xo, xi = halo.vars("y x yo yi xo xi")
+rng = np.random.default_rng(3)
+
+
+def two_stage():
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[y, x] = inp[y, x] * 2.0
+    f[y, x] = g[y, x] + g[y, x + 1]
+    return inp, g, f
+
+
+def branch_taken(out: halo.Func, values: dict[str, int]) -> list[bool]:
+    """For each specialization condition in the lowered IR (outermost first): whether it
+    holds for these run-time values."""
+    stmt = out.lower().stmt
+    conditions = [s.condition for s in walk(stmt) if isinstance(s, n.IfThenElse)
+                  and not ({v.name for v in walk(s.condition) if isinstance(v, n.Var)}
+                           - set(values))]
+    replaced = {k: n.const(v) for k, v in values.items()}
+    results = [simplify(substitute(c, replaced)) for c in conditions]
+    assert all(isinstance(r, n.Const) for r in results)
+    return [bool(r.value) for r in results]
+
+
+@pytest.mark.parametrize("width", [16, 24, 1, 7, 13])
+def test_one_condition(width):
+    """vectorize when the width is a multiple of 8; the default schedule otherwise."""
+    inp, g, f = two_stage()
+    g.compute_at(f, y)
+    f.specialize(inp.shape[1] % 8 == 1).vectorize(x, 8)  # inp is one column wider than f
+    text = str(f.lower())
+    then, otherwise = text.split("else:")
+    assert "if inp.extent.1 % 8 == 1:" in then and "ramp(" in then and "ramp(" not in otherwise
+    taken = branch_taken(f, {"inp.extent.1": width + 1})
+    assert taken == [width % 8 == 0]
+    a = rng.random((5, width + 1), dtype=np.float32)
+    assert_matches_reference(f, (5, width), inputs={inp: a})
+
+
+@pytest.mark.parametrize("width,p", [(9, 0), (9, 3), (6, 3), (6, 0), (1, 3)])
+def test_two_conditions_tried_in_order(width, p):
+    """The first condition that holds wins; the default runs when none does."""
+    inp, g, f = two_stage()
+    param = halo.Param(halo.int32, "p", default=0)
+    g.compute_root()
+    f.specialize(inp.shape[1] % 3 == 1).split(x, xo, xi, 3, tail="guard").unroll(xi)
+    f.specialize(param == 3).split(y, yo, yi, 2).parallel(yo)
+    first, second = branch_taken(f, {"inp.extent.1": width + 1, "p": p})
+    assert first == (width % 3 == 0) and second == (p == 3)
+    a = rng.random((5, width + 1), dtype=np.float32)
+    assert_matches_reference(f, (5, width), inputs={inp: a, param: p})
+
+
+def test_specialized_update_stage():
+    """An update stage specializes on its own; the pure stage keeps one nest."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, inp.shape[1]), name="r")
+    s = halo.Func("s")
+    s[y] = 0.0
+    s[y] += inp[y, r]
+    s.update(0).specialize(inp.shape[0] >= 8).split(y, yo, yi, 4, tail="guard")
+    assert str(s.lower()).count("if 8 <= inp.extent.0:") == 1
+    for h, w in [(9, 3), (2, 5), (8, 1)]:
+        assert branch_taken(s, {"inp.extent.0": h}) == [h >= 8]
+        a = rng.random((h, w), dtype=np.float32)
+        assert_matches_reference(s, (h,), inputs={inp: a}, expected=a.sum(1))
+
+
+def test_specialization_copies_the_schedule_at_the_call():
+    """Calls before specialize apply to both; calls after it only to their side."""
+    inp, g, f = two_stage()
+    f.split(y, yo, yi, 2)
+    special = f.specialize(inp.shape[0] > 4)
+    f.parallel(yo)
+    special.unroll(yi)
+    text = str(f.lower())
+    then, otherwise = text.split("else:")
+    assert "for f.s0.y.yo in range(" in then and "unrolled" not in otherwise
+    assert "for f.s0.y.yo in parallel(" in otherwise
+    assert f.specialize(inp.shape[0] > 4)._stage() is special._stage()  # same condition
+    for h in (3, 7):
+        a = rng.random((h, 6), dtype=np.float32)
+        assert_matches_reference(f, (h, 5), inputs={inp: a})
+
+
+def test_producer_computed_inside_every_branch():
+    """A producer computed at a loop that every branch has runs in each branch."""
+    inp, g, f = two_stage()
+    f.split(x, xo, xi, 4)
+    f.specialize(inp.shape[1] > 20).vectorize(xi)
+    g.compute_at(f, xo)
+    text = str(f.lower())
+    assert text.count("produce g:") == 2
+    for w in (3, 25):
+        a = rng.random((4, w + 1), dtype=np.float32)
+        assert_matches_reference(f, (4, w), inputs={inp: a})
+
+
+def test_specialized_cache_stage():
+    """A cache stage can be specialized like any Func."""
+    inp, g, f = two_stage()
+    c = inp.cache_read("global", readers=[g])
+    c.specialize(inp.shape[1] % 4 == 0).vectorize(c.args[1], 4)
+    for w in (7, 8):
+        a = rng.random((3, w), dtype=np.float32)
+        assert_matches_reference(f, (3, w - 1), inputs={inp: a})
