@@ -32,9 +32,9 @@ def nesting_problem(dims: list[Dim]) -> str | None:
         if len(ix) > 3:
             return f"at most 3 loops can be bound to {what}, but {len(ix)} are ({names(ix)})"
         if ix and ix != list(range(ix[0], ix[-1] + 1)):
+            between = [i for i in range(ix[0], ix[-1]) if i not in ix]
             return (f"the loops bound to {what} ({names(ix)}) must be adjacent, but "
-                    f"{names([i for i in range(ix[0], ix[-1]) if i not in ix])} sits between "
-                    "them")
+                    f"{names(between)} {'sits' if len(between) == 1 else 'sit'} between them")
     if blocks and threads and threads[0] < blocks[-1]:
         return (f"thread loop {dims[threads[0]].name} is outside block loop "
                 f"{dims[blocks[-1]].name}; block loops must enclose thread loops")
