@@ -106,7 +106,16 @@ class Stage(Schedulable):
         self.index = index  # 1 for the first update
 
     def _stage(self) -> StageSchedule:
-        return self.func.schedule.stages[self.index]
+        stages = self.func.schedule.stages
+        if self.index >= len(stages):  # cache_write moved the updates to another Func
+            moved = [g.name for g in self.func.definitions[0].deps
+                     if isinstance(g, Func) and g.schedule.cache is not None
+                     and g.schedule.cache.kind == "write"]
+            where = f" (cache_write moved them to {moved[0]}; schedule " \
+                f"{moved[0]}.update({self.index - 1}))" if moved else ""
+            raise DefinitionError(f"{self._stage_label()}: {self.func.name} has "
+                                  f"{len(stages) - 1} update definition(s) now{where}")
+        return stages[self.index]
 
     def _stage_label(self) -> str:
         return f"{self.func.name}.update({self.index - 1})"

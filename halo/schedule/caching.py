@@ -112,7 +112,8 @@ class CacheRead:
 
     def cache_read(self, scope: str, readers=None):
         """A copy stage of this Func (or input) in `scope`, read by `readers` (a list of
-        Funcs; default: every Func that reads it); returns the new Func.
+        Funcs; default: every Func defined so far that reads it, other than itself);
+        returns the new Func. Funcs not among the readers keep reading the original.
 
             for k: for j: C[..] += A[..] * B[k, j]     Bp = B.cache_read("global", [C])
                                                   ->   Bp.compute_at(C, jo)

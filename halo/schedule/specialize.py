@@ -52,6 +52,17 @@ class Specialized(Schedulable):
     def __repr__(self) -> str:
         return f"Specialized({self._stage_label()})"
 
+    def __getattr__(self, name: str):
+        if name in _FUNC_LEVEL:
+            raise ScheduleError(f"{self._stage_label()}.{name}(...): a specialization "
+                                f"schedules the loops of one stage; {name} applies to the "
+                                f"whole Func: call {self.parent._stage_label()}.{name}(...)")
+        raise AttributeError(name)
+
+
+_FUNC_LEVEL = ("compute_root", "compute_at", "compute_inline", "store_root", "store_at",
+               "store_in", "bound", "set_estimates", "cache_read", "cache_write", "update")
+
 
 def specialize(stage: Schedulable, condition) -> Specialized:
     """The specialization of `stage` under `condition`, made on first use."""

@@ -197,3 +197,32 @@ def test_store_in_stack_of_a_whole_row_needs_a_bound():
     bx.bound(x, 0, 7)
     assert "allocate blur_x[42] as float32 in stack" in str(by.lower())
     assert_matches_reference(by, (5, 7), inputs={inp: _image(5, 7)})
+
+
+def test_cache_write_of_a_0d_reduction_and_cache_read_of_a_buffer():
+    """A scalar reduction's cache stage, over a Buffer read through its copy."""
+    data = rng.random(29, dtype=np.float32)
+    buf = halo.Buffer(data, "buf")
+    r = halo.RDom(buf)
+    total = halo.Func("total")
+    total[()] = 0.0
+    total[()] += buf[r.x]
+    copy = buf.cache_read("global")
+    w = total.cache_write("stack")
+    assert w.dimensions == 0 and copy.args[0].name == "buf_global_d0"
+    assert "allocate total_stack[1] as float32 in stack" in str(total.lower())
+    assert_matches_reference(total, (), expected=np.array(data.sum(), np.float32), rtol=1e-4)
+
+
+def test_cache_write_of_an_implicitly_defined_func():
+    """`h[idx] += 1` on an undefined Func: the identity and the update both move."""
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    r = halo.RDom(inp)
+    h = halo.Func("h")
+    h[halo.clamp(inp[r.x], 0, 9)] += 1
+    w = h.cache_write("global")
+    w.compute_root()
+    data = rng.integers(-3, 14, size=41, dtype=np.int32)
+    assert_matches_reference(h, (10,), inputs={inp: data},
+                             expected=np.bincount(np.clip(data, 0, 9), minlength=10)
+                             .astype(np.int32))

@@ -343,3 +343,24 @@ def test_tensorize_is_not_lowered_yet():
     assert message(halo.ScheduleError, f.lower) == (
         "f.tensorize(y, dot4): this version of halo records and checks tensorize but can't "
         "lower tensorized loops yet; remove the call to run the pipeline")
+
+
+def test_func_level_call_on_a_specialization():
+    """Placement belongs to the Func, not to one branch of its schedule."""
+    inp, g, f = two_stage()
+    s = g.specialize(inp.shape[0] > 2)
+    assert message(halo.ScheduleError, lambda: s.compute_at(f, y)) == (
+        "g.specialize(2 < inp.extent.0).compute_at(...): a specialization schedules the loops "
+        "of one stage; compute_at applies to the whole Func: call g.compute_at(...)")
+
+
+def test_stage_handle_after_cache_write():
+    """An update Stage taken before cache_write no longer exists on the copy-out."""
+    s = halo.Func("acc")
+    s[x] = 0
+    s[x] += x
+    stage = s.update(0)
+    s.cache_write("global")
+    assert message(halo.DefinitionError, lambda: stage.split(x, xo, xi, 2)) == (
+        "acc.update(0): acc has 0 update definition(s) now (cache_write moved them to "
+        "acc_global; schedule acc_global.update(0))")
