@@ -59,8 +59,14 @@ class _Flatten(IRMutator):
         self.lets: dict[str, n.Expr] = {}  # the enclosing lets, to see through extents
 
     def visit_LetStmt(self, let: n.LetStmt) -> n.Stmt:
+        outer = self.lets.get(let.name)
         self.lets[let.name] = let.value
-        return self.mutate_children(let)
+        out = self.mutate_children(let)
+        if outer is None:  # the same name may be bound again in another branch
+            del self.lets[let.name]
+        else:
+            self.lets[let.name] = outer
+        return out
 
     def _mins(self, name: str) -> tuple[n.Expr, ...] | None:
         if name in self.mins:

@@ -120,3 +120,18 @@ def test_specialized_cache_stage():
     for w in (7, 8):
         a = rng.random((3, w), dtype=np.float32)
         assert_matches_reference(f, (3, w - 1), inputs={inp: a})
+
+
+def test_parallel_loops_and_stack_buffers_in_both_branches():
+    """Both branches outline a parallel loop of the same name and allocate the same
+    producer on the stack."""
+    inp, g, f = two_stage()
+    f.parallel(y)
+    f.specialize(inp.shape[0] > 3).vectorize(x, 4)
+    g.compute_at(f, y).store_in("stack").bound(x, 0, 40)
+    text = str(f.lower())
+    assert text.count("in parallel(") == 2 and text.count("as float32 in stack") == 2
+    for h, w in ((2, 5), (6, 20), (6, 39)):
+        assert branch_taken(f, {"inp.extent.0": h}) == [h > 3]
+        a = rng.random((h, 40), dtype=np.float32)
+        assert_matches_reference(f, (h, w), inputs={inp: a})
