@@ -135,3 +135,21 @@ def test_parallel_loops_and_stack_buffers_in_both_branches():
         assert branch_taken(f, {"inp.extent.0": h}) == [h > 3]
         a = rng.random((h, 40), dtype=np.float32)
         assert_matches_reference(f, (h, w), inputs={inp: a})
+
+
+def test_print_loop_nest_shows_the_branches(capsys):
+    """The loop-structure view keeps the run-time choice visible."""
+    inp, g, f = two_stage()
+    f.specialize(inp.shape[1] > 8).split(x, xo, xi, 4)
+    f.print_loop_nest()
+    assert capsys.readouterr().out == (
+        "produce f:\n"
+        "  if 8 < inp.extent.1:\n"
+        "    for f.s0.y in range(f.min.0, f.s0.y.max + 1):\n"
+        "      for f.s0.x.xo in range((f.s0.x.max - f.min.1) // 4 + 1):\n"
+        "        for f.s0.x.xi in range(4):\n"
+        "          f[...] = ...\n"
+        "  else:\n"
+        "    for f.s0.y in range(f.min.0, f.s0.y.max + 1):\n"
+        "      for f.s0.x in range(f.min.1, f.s0.x.max + 1):\n"
+        "        f[...] = ...\n")
