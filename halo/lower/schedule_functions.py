@@ -212,7 +212,7 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
     if store is not None and store not in sites:
         raise _placement_error(name, "store_at", ctx.store_levels[name], sites, ctx)
     if store is not None and compute is not None and \
-            sites.index(store) > sites.index(compute):
+            not _store_outside_compute(stmt, name, store, compute):
         raise ScheduleError(
             f"{name}.store_at({ctx.loop_labels[store]}) is inside {name}.compute_at("
             f"{ctx.loop_labels[compute]}): storage must be at or outside the compute level")
@@ -277,21 +277,36 @@ def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str 
 
 
 def _legal_sites(stmt: n.Stmt, name: str) -> list[str]:
-    """IR loops enclosing every use of `name`, outermost first."""
-    common: list[str] | None = None
+    """IR loops enclosing every use of `name`, outermost first (as the first use sees
+    them). Without specializations these are the common prefix of the uses' loop paths;
+    the branches of a specialized stage may nest loops of the same name differently, and
+    a loop that every use is inside still works, with a produce in each branch."""
+    paths = _use_paths(stmt, name)
+    if not paths:
+        return []
+    return [loop for loop in paths[0] if all(loop in p for p in paths[1:])]
+
+
+def _store_outside_compute(stmt: n.Stmt, name: str, store: str, compute: str) -> bool:
+    """Whether, for every use of `name`, the store loop encloses the compute loop."""
+    return all(p.index(store) <= p.index(compute) for p in _use_paths(stmt, name))
+
+
+def _use_paths(stmt: n.Stmt, name: str) -> list[list[str]]:
+    """For each statement or loop bound that uses `name`, its enclosing IR loops,
+    outermost first."""
+    paths: list[list[str]] = []
 
     def visit(s, loops: list[str]) -> None:
-        nonlocal common
         if isinstance(s, n.For):
-            uses_here = any(isinstance(x, n.Call) and x.name == name
-                            for x in (*walk(s.min), *walk(s.extent)))
-            if uses_here:
-                common = _intersect(common, loops)
+            if any(isinstance(x, n.Call) and x.name == name
+                   for x in (*walk(s.min), *walk(s.extent))):
+                paths.append(list(loops))
             visit(s.body, [*loops, s.name])
             return
         if isinstance(s, n.Expr):
             if any(isinstance(x, n.Call) and x.name == name for x in walk(s)):
-                common = _intersect(common, loops)
+                paths.append(list(loops))
             return
         for field in getattr(s, "__dataclass_fields__", {}):
             child = getattr(s, field)
@@ -304,18 +319,7 @@ def _legal_sites(stmt: n.Stmt, name: str) -> list[str]:
                             visit(x, loops)
 
     visit(stmt, [])
-    return common or []
-
-
-def _intersect(common: list[str] | None, loops: list[str]) -> list[str]:
-    if common is None:
-        return list(loops)
-    keep = []
-    for a, b in zip(common, loops, strict=False):  # the common prefix
-        if a != b:
-            break
-        keep.append(a)
-    return keep
+    return paths
 
 
 def _placement_error(name: str, call: str, level: LoopLevel, sites: list[str],

@@ -153,3 +153,18 @@ def test_print_loop_nest_shows_the_branches(capsys):
         "    for f.s0.y in range(f.min.0, f.s0.y.max + 1):\n"
         "      for f.s0.x in range(f.min.1, f.s0.x.max + 1):\n"
         "        f[...] = ...\n")
+
+
+def test_producer_at_a_loop_nested_differently_in_each_branch():
+    """Loop xo sits under y in the specialization and under yo by default; a producer
+    computed at xo is produced inside each."""
+    inp, g, f = two_stage()
+    f.specialize(inp.shape[1] % 2 == 0).split(x, xo, xi, 2, tail="guard")
+    f.tile(y, x, yo, xo, yi, xi, 2, 4)
+    g.compute_at(f, xo)
+    text = str(f.lower())
+    assert text.count("produce g:") == 2
+    for h, w in ((1, 1), (5, 9), (4, 7)):
+        assert branch_taken(f, {"inp.extent.1": w + 1}) == [(w + 1) % 2 == 0]
+        a = rng.random((h, w + 1), dtype=np.float32)
+        assert_matches_reference(f, (h, w), inputs={inp: a})
