@@ -20,6 +20,7 @@ import weakref
 
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
+from halo.ir.substitute import var_names
 from halo.ir.visitor import rewrite, walk
 from halo.schedule.records import ROOT, CacheOrigin, Dim, StageSchedule
 
@@ -74,10 +75,11 @@ def _redirect(definition, source, target):
 
     args = tuple(rewrite(a, swap) for a in definition.args)
     value = rewrite(definition.value, swap)
-    moved = Definition(args, value, definition.rdom, definition.deps)
     deps = definition.deps | {target}
-    if not _reads(moved, source.name) and not _predicate_reads(definition, source):
-        deps = deps - {source}
+    extents = {f"{source.name}.extent.{i}" for i in range(getattr(source, "ndim", 0))}
+    if not _predicate_reads(definition, source) and \
+            not extents & set().union(*(var_names(e) for e in (value, *args))):
+        deps = deps - {source}  # (the predicate, or inp.shape, may still use it)
     return Definition(args, value, definition.rdom, deps)
 
 
@@ -124,8 +126,8 @@ class CacheRead:
         """
         label = self.name
         _check_scope(label, "cache_read", scope)
-        shown = "None" if readers is None else \
-            f"[{', '.join(getattr(r, 'name', repr(r)) for r in readers)}]"
+        shown = f"[{', '.join(getattr(r, 'name', repr(r)) for r in readers)}]" \
+            if isinstance(readers, (list, tuple)) else repr(readers)
         call = f"{label}.cache_read({scope!r}, readers={shown})"
         if not getattr(self, "defined", True):
             raise ScheduleError(f"{call}: define {label} before caching it")

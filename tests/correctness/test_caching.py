@@ -226,3 +226,14 @@ def test_cache_write_of_an_implicitly_defined_func():
     assert_matches_reference(h, (10,), inputs={inp: data},
                              expected=np.bincount(np.clip(data, 0, 9), minlength=10)
                              .astype(np.int32))
+
+
+def test_cache_read_of_an_input_whose_shape_the_reader_uses():
+    """The reader still uses inp.shape after its reads go to the copy."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f = halo.Func("f")
+    f[y, x] = inp[y, x] * halo.cast(halo.float32, inp.shape[1])
+    c = inp.cache_read("global")
+    assert inp in f.definitions[0].deps and c in f.definitions[0].deps
+    a = rng.random((3, 5), dtype=np.float32)
+    assert_matches_reference(f, (3, 5), inputs={inp: a}, expected=a * 5)

@@ -51,6 +51,9 @@ def test_cache_read_readers_must_be_a_list_of_funcs():
     assert message(halo.ScheduleError, lambda: g.cache_read("global", readers=[])) == (
         "g.cache_read('global', readers=[]): readers must be a non-empty list of Funcs that "
         "read g (or None for all of them)")
+    assert message(halo.ScheduleError, lambda: g.cache_read("global", readers=f)) == (
+        "g.cache_read('global', readers=Func('f')): readers must be a non-empty list of "
+        "Funcs that read g (or None for all of them)")
     assert message(halo.ScheduleError, lambda: g.cache_read("global", readers=[inp])) == (
         "g.cache_read('global', readers=[inp]): readers must be Funcs, not "
         "ImageParam(float32, 2, 'inp')")
