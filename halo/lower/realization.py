@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
-from halo.ir.printer import expr_to_str
 from halo.lower.context import LowerContext
+from halo.schedule.conditions import condition_text
 from halo.schedule.gpu import nesting_problem
 from halo.schedule.records import INLINE, ROOT
 
@@ -63,7 +63,7 @@ def _check_loop_records(f, target: str) -> None:
     them) and need a GPU target; tensorized loops are not lowered yet."""
     for k, stage in enumerate(f.schedule.stages):
         label = f.name if k == 0 else f"{f.name}.update({k - 1})"
-        variants = [(label, stage), *((f"{label}.specialize({expr_to_str(s.condition.node)})",
+        variants = [(label, stage), *((f"{label}.specialize({condition_text(s.condition.node)})",
                                       s.schedule) for s in stage.specializations)]
         for where, sched in variants:
             problem = nesting_problem(sched.dims)

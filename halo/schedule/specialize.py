@@ -20,8 +20,17 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
 from halo.ir.visitor import walk
+from halo.schedule.conditions import condition_text
 from halo.schedule.records import Dim, Specialization, StageSchedule
 from halo.schedule.stage import Schedulable
+
+
+def _shown(condition: n.Expr) -> str:
+    """A condition as the user wrote it (inp.shape[i]), or as IR if it can't be."""
+    try:
+        return condition_text(condition)
+    except ScheduleError:
+        return expr_to_str(condition)
 
 
 def copy_stage(s: StageSchedule) -> StageSchedule:
@@ -42,7 +51,7 @@ class Specialized(Schedulable):
         return self.spec.schedule
 
     def _stage_label(self) -> str:
-        return f"{self.parent._stage_label()}.specialize({expr_to_str(self.spec.condition.node)})"
+        return f"{self.parent._stage_label()}.specialize({_shown(self.spec.condition.node)})"
 
     def specialize(self, condition):
         raise ScheduleError(f"{self._stage_label()}.specialize(...): a specialization can't be "
@@ -74,7 +83,7 @@ def specialize(stage: Schedulable, condition) -> Specialized:
                             "boolean Expr over Params and input extents, e.g. "
                             "inp.shape[1] % 8 == 0")
     cond = as_expr(condition)
-    call = f"{label}.specialize({expr_to_str(cond.node)})"
+    call = f"{label}.specialize({_shown(cond.node)})"
     if not (cond.type.is_bool and cond.type.lanes == 1):
         raise ScheduleError(f"{call}: the condition has type {cond.type}; it must be a "
                             "boolean, e.g. a comparison")

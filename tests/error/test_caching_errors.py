@@ -171,7 +171,7 @@ def test_specialize_on_data():
 def test_specialize_on_a_non_boolean():
     inp, g, f = two_stage()
     assert message(halo.ScheduleError, lambda: f.specialize(inp.shape[0] + 1)) == (
-        "f.specialize(inp.extent.0 + 1): the condition has type int32; it must be a "
+        "f.specialize(inp.shape[0] + 1): the condition has type int32; it must be a "
         "boolean, e.g. a comparison")
     assert message(halo.ScheduleError, lambda: f.specialize(True)) == (
         "f.specialize(True): the condition must be a halo boolean Expr over Params and input "
@@ -182,7 +182,7 @@ def test_specialize_a_specialization():
     inp, g, f = two_stage()
     s = f.specialize(inp.shape[0] > 2)
     assert message(halo.ScheduleError, lambda: s.specialize(inp.shape[1] > 2)) == (
-        "f.specialize(2 < inp.extent.0).specialize(...): a specialization can't be "
+        "f.specialize(2 < inp.shape[0]).specialize(...): a specialization can't be "
         "specialized again; combine the conditions with & in one specialize call on the "
         "stage")
 
@@ -192,8 +192,8 @@ def test_specialization_errors_name_the_branch():
     inp, g, f = two_stage()
     s = f.specialize(inp.shape[0] > 2)
     assert message(halo.ScheduleError, lambda: s.split(xo, yo, yi, 2)) == (
-        "f.specialize(2 < inp.extent.0).split(xo, yo, yi, 2): there is no loop named 'xo'. "
-        "The loops of f.specialize(2 < inp.extent.0) are, outermost first: y, x")
+        "f.specialize(2 < inp.shape[0]).split(xo, yo, yi, 2): there is no loop named 'xo'. "
+        "The loops of f.specialize(2 < inp.shape[0]) are, outermost first: y, x")
 
 
 def test_compute_at_a_loop_only_some_branches_have():
@@ -353,7 +353,7 @@ def test_func_level_call_on_a_specialization():
     inp, g, f = two_stage()
     s = g.specialize(inp.shape[0] > 2)
     assert message(halo.ScheduleError, lambda: s.compute_at(f, y)) == (
-        "g.specialize(2 < inp.extent.0).compute_at(...): a specialization schedules the loops "
+        "g.specialize(2 < inp.shape[0]).compute_at(...): a specialization schedules the loops "
         "of one stage; compute_at applies to the whole Func: call g.compute_at(...)")
 
 
