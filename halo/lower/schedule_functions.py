@@ -59,6 +59,7 @@ def _specialized_loops(func: str, k: int, definition: Definition, sched: StageSc
     for spec in reversed(sched.specializations):
         branch = _stage_loops(func, k, definition, spec.schedule, ctx)
         names = {v: ir for v, ir in names.items() if ctx.loop_names[(func, k)].get(v) == ir}
+        branch = substitute(branch, _known_values(spec.condition.node))
         nest = n.IfThenElse(spec.condition.node, branch, nest)
     ctx.loop_names[(func, k)] = names
     return nest
@@ -111,6 +112,21 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
         ctx.loop_labels[var] = f"{func}{'' if k == 0 else f'.update({k - 1})'} loop {d.name}"
     ctx.loop_names[(func, k)] = ir_name
     return body
+
+
+def _known_values(condition: n.Expr) -> dict[str, n.Expr]:
+    """The values a specialization's condition pins down (`p == 3`, `inp.extent.1 == 8`,
+    a bool Param, joined by &), substituted into its branch so that, e.g., a reduction
+    over a pinned extent has a constant loop that can be unrolled."""
+    match condition:
+        case n.And(a=a, b=b) if condition.type.is_bool:
+            return {**_known_values(a), **_known_values(b)}
+        case n.EQ(a=n.Var(name=name), b=n.Const() as value) | \
+                n.EQ(a=n.Const() as value, b=n.Var(name=name)):
+            return {name: value}
+        case n.Var(name=name) if condition.type.is_bool:
+            return {name: n.const(True, condition.type)}
+    return {}
 
 
 class _Let(NamedTuple):

@@ -168,3 +168,38 @@ def test_producer_at_a_loop_nested_differently_in_each_branch():
         assert branch_taken(f, {"inp.extent.1": w + 1}) == [(w + 1) % 2 == 0]
         a = rng.random((h, w + 1), dtype=np.float32)
         assert_matches_reference(f, (h, w), inputs={inp: a})
+
+
+def test_pinned_extent_makes_the_reduction_loop_constant():
+    """Under `inp.shape[1] == 3` the reduction loop has 3 iterations, so it unrolls;
+    the default keeps the symbolic loop."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, inp.shape[1]), name="r")
+    s = halo.Func("s")
+    s[y] = 0.0
+    s[y] += inp[y, r]
+    s.update(0).specialize(inp.shape[1] == 3).unroll(r.x)
+    then, otherwise = str(s.lower()).split("else:")
+    assert "r.x" not in then and "inp.extent.1" not in then.split("if", 1)[1].split("\n", 1)[1]
+    assert "for s.s1.r.x in range(inp.extent.1):" in otherwise
+    for w in (3, 4, 1):
+        assert branch_taken(s, {"inp.extent.1": w}) == [w == 3]
+        a = rng.random((5, w), dtype=np.float32)
+        assert_matches_reference(s, (5,), inputs={inp: a}, expected=a.sum(1))
+
+
+def test_round_up_only_where_the_condition_makes_it_exact():
+    """A branch that reads past the input's end unless its condition holds is checked
+    only when taken: round_up by 4 is exact when the width is a multiple of 4."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[y, x] = inp[y, x] + 1.0
+    f[y, x] = g[y, x] * 3.0
+    g.compute_root()
+    g.specialize(inp.shape[1] % 4 == 0).split(x, xo, xi, 4, tail="round_up").vectorize(xi)
+    for w in (8, 7, 1, 4):
+        assert branch_taken(f, {"inp.extent.1": w}) == [w % 4 == 0]
+        a = rng.random((3, w), dtype=np.float32)
+        assert_matches_reference(f, (3, w), inputs={inp: a}, expected=(a + 1.0) * 3.0)
+    with pytest.raises(halo.BoundsError, match="input inp is accessed at"):
+        f.realize((3, 6), inputs={inp: rng.random((3, 5), dtype=np.float32)})
