@@ -12,7 +12,11 @@ The specialization starts as a copy of the stage's schedule at the time of the c
 later calls on the returned object change only the specialization, later calls on the
 stage only the default. Several specializations are tried in the order they were made.
 A condition is a boolean Expr over Params and input extents (`inp.shape[i]`);
-specializing again on an equal condition returns the same specialization.
+specializing again on an equal condition returns the same specialization. Values the
+condition pins (`p == 3`, `inp.shape[1] == 8`, a bool Param, joined by &) are
+substituted into the branch, so loops over them get constant extents. Every branch
+covers the same region of the Func; what a branch reads of the inputs is checked only
+when its condition selects it.
 """
 from __future__ import annotations
 
