@@ -203,3 +203,16 @@ def test_round_up_only_where_the_condition_makes_it_exact():
         assert_matches_reference(f, (3, w), inputs={inp: a}, expected=(a + 1.0) * 3.0)
     with pytest.raises(halo.BoundsError, match="input inp is accessed at"):
         f.realize((3, 6), inputs={inp: rng.random((3, 5), dtype=np.float32)})
+
+
+def test_bool_param_condition():
+    """A bool Param selects the branch; inside it the Param is known to be True."""
+    inp, g, f = two_stage()
+    fast = halo.Param(halo.bool_, "fast", default=False)
+    f.specialize(fast).vectorize(x, 4)
+    text = str(f.lower())
+    assert text.count("if fast:") == 1
+    for flag in (True, False):
+        a = rng.random((3, 10), dtype=np.float32)
+        assert_matches_reference(f, (3, 9), inputs={inp: a, fast: flag})
+    assert "f.specialize(fast).vectorize(x_vec)" in halo.schedule_source(f)
