@@ -17,12 +17,17 @@ from __future__ import annotations
 
 import itertools
 import weakref
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.substitute import var_names
 from halo.ir.visitor import rewrite, walk
 from halo.schedule.records import ROOT, CacheOrigin, Dim, StageSchedule
+
+if TYPE_CHECKING:
+    from halo.lang.func import Func
 
 CACHE_SCOPES = ("global", "stack", "shared", "local")
 
@@ -112,7 +117,7 @@ class CacheRead:
 
     name: str
 
-    def cache_read(self, scope: str, readers=None):
+    def cache_read(self, scope: str, readers: Sequence[Func] | None = None) -> Func:
         """A copy stage of this Func (or input) in `scope`, read by `readers` (a list of
         Funcs; default: every Func defined so far that reads it, other than itself);
         returns the new Func. Funcs not among the readers keep reading the original.
@@ -183,7 +188,7 @@ def _checked_readers(source, call: str, readers) -> list:
 class CacheWrite:
     """Mixin for Func: `cache_write`."""
 
-    def cache_write(self, scope: str):
+    def cache_write(self, scope: str) -> Func:
         """A stage that computes this Func into `scope`; this Func becomes the copy-out.
         Every definition (pure and updates) moves to the new Func, which is returned.
 

@@ -7,11 +7,16 @@ the call, and the loops that exist.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
 from halo.schedule.gpu import GpuLoops
 from halo.schedule.records import TAILS, Dim, Fuse, Reorder, Split, StageSchedule
+
+if TYPE_CHECKING:
+    from halo.lang.expr import Expr
+    from halo.schedule.specialize import Specialized
 
 
 def loop_name(v: object) -> str:
@@ -206,7 +211,7 @@ class Schedulable(GpuLoops, ABC):
         """A plain loop (the default)."""
         return self._set_kind("serial", v, None, ForKind.SERIAL, "")
 
-    def specialize(self, condition):
+    def specialize(self, condition: Expr) -> Specialized:
         """A copy of this stage's schedule, used instead when `condition` (a boolean Expr
         over Params and input extents) holds at run time; returns it for scheduling.
 
