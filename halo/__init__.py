@@ -61,6 +61,7 @@ from halo.lang import (
                          vars,
 )
 from halo.pipeline import Pipeline, Target
+from halo.schedule.intrinsic import Intrinsic
 from halo.schedule.serialize import schedule_source
 
 __version__ = "0.1.0"
@@ -72,5 +73,5 @@ __all__ = [
     "ImageParam", "Param", "RDom", "RVar", "Stage", "Var", "abs", "boundary", "cast", "ceil",
     "clamp", "cos", "exp", "floor", "log", "max", "maximum", "min", "minimum", "pow",
     "product", "round", "select", "sin", "sqrt", "sum", "tanh", "vars", "Pipeline", "Target",
-    "reference", "schedule_source",
+    "reference", "schedule_source", "Intrinsic",
 ]

@@ -202,6 +202,11 @@ class ForKind(Enum):
     PARALLEL = "parallel"
     VECTORIZED = "vectorized"
     UNROLLED = "unrolled"
+    # Bound to the GPU grid, block and virtual threads (schedule records; only a GPU
+    # target lowers them).
+    GPU_BLOCK = "gpu_block"
+    GPU_THREAD = "gpu_thread"
+    VTHREAD = "vthread"
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,10 +179,14 @@ def loop_nest_to_str(s: n.Stmt) -> str:
                 visit(b, ind + 1)
             case n.LetStmt(body=b):
                 visit(b, ind)
-            case n.IfThenElse(then_case=t, else_case=e):
+            case n.IfThenElse(condition=c, then_case=t, else_case=e) if e is not None:
+                # two loop nests chosen at run time (a specialization)
+                lines.append(f"{pad}if {expr_to_str(c)}:")
+                visit(t, ind + 1)
+                lines.append(f"{pad}else:")
+                visit(e, ind + 1)
+            case n.IfThenElse(then_case=t):
                 visit(t, ind)
-                if e is not None:
-                    visit(e, ind)
             case n.Provide(name=name) | n.Store(name=name):
                 lines.append(f"{pad}{name}[...] = ...")
 

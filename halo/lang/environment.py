@@ -55,6 +55,9 @@ class Environment:
             visiting.append(f)
             for d in f.definitions:
                 visit_deps(d.deps, f)
+            for stage in f.schedule.stages:  # Params that only a specialization tests
+                for spec in stage.specializations:
+                    visit_deps(spec.condition.deps, f)
             visiting.pop()
             funcs[f.name] = f
 

@@ -22,6 +22,7 @@ from halo.lang.names import claim_name
 from halo.lang.rdom import RDom
 from halo.lang.var import RVar, Var
 from halo.schedule import Dim, FuncPlacement, FuncSchedule, Schedulable, StageSchedule
+from halo.schedule.caching import CacheRead, CacheWrite, register_func
 from halo.schedule.update_stage import UpdateStage
 
 
@@ -104,7 +105,16 @@ class Stage(UpdateStage):
         self.index = index  # 1 for the first update
 
     def _stage(self) -> StageSchedule:
-        return self.func.schedule.stages[self.index]
+        stages = self.func.schedule.stages
+        if self.index >= len(stages):  # cache_write moved the updates to another Func
+            moved = [g.name for g in self.func.definitions[0].deps
+                     if isinstance(g, Func) and g.schedule.cache is not None
+                     and g.schedule.cache.kind == "write"]
+            where = f" (cache_write moved them to {moved[0]}; schedule " \
+                f"{moved[0]}.update({self.index - 1}))" if moved else ""
+            raise DefinitionError(f"{self._stage_label()}: {self.func.name} has "
+                                  f"{len(stages) - 1} update definition(s) now{where}")
+        return stages[self.index]
 
     def _stage_label(self) -> str:
         return f"{self.func.name}.update({self.index - 1})"
@@ -113,7 +123,7 @@ class Stage(UpdateStage):
         return f"Stage({self._stage_label()})"
 
 
-class Func(Schedulable, FuncPlacement):
+class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
     """A stage of an algorithm: a function over integer coordinates."""
 
     def __init__(self, name: str | None = None):
@@ -122,6 +132,7 @@ class Func(Schedulable, FuncPlacement):
         self._updates: list[Definition] = []
         self._args: tuple[Var, ...] = ()
         self.schedule = FuncSchedule()
+        register_func(self)
 
     __hash__ = object.__hash__
 

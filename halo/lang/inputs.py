@@ -13,6 +13,7 @@ from halo.ir import nodes as n
 from halo.ir.types import Type, as_type, int32
 from halo.lang.expr import Expr, as_expr
 from halo.lang.names import claim_name
+from halo.schedule.caching import CacheRead
 
 
 def index_args(owner: str, key: object, ndim: int | None) -> tuple[Expr, ...]:
@@ -35,8 +36,9 @@ def _short(e: Expr) -> str:
     return expr_to_str(e.node)
 
 
-class _Input:
-    """What ImageParam and Buffer share: a name, a dtype, a rank, and symbolic extents."""
+class _Input(CacheRead):
+    """What ImageParam and Buffer share: a name, a dtype, a rank, symbolic extents, and
+    `cache_read` (a copy stage of the input)."""
 
     def __init__(self, dtype: object, ndim: int, name: str | None, prefix: str):
         if not isinstance(ndim, int) or ndim < 0:

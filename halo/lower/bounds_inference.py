@@ -18,7 +18,7 @@ hints that schedule_functions left for it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from halo.analysis.boxes import boxes_touched
 from halo.analysis.interval import Interval
@@ -27,7 +27,7 @@ from halo.errors import BoundsError, InternalError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
-from halo.ir.visitor import IRMutator, rewrite
+from halo.ir.visitor import IRMutator, rewrite, walk
 from halo.lang.expr import as_expr
 from halo.lower.context import LowerContext
 
@@ -43,6 +43,7 @@ class RegionCheck:
     min: n.Expr
     extent: n.Expr
     what: str
+    when: n.Expr | None = None  # checked only when this holds (a specialization's branch)
 
 
 def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
@@ -67,7 +68,7 @@ def _strip_promises(node):
     if isinstance(node, RegionCheck):
         return RegionCheck(node.name, node.dim, *(_strip_promises(e) for e in
                                                   (node.lo, node.hi, node.min, node.extent)),
-                           node.what)
+                           node.what, node.when)
 
     def strip(x):
         if isinstance(x, n.Call) and x.name == "promise_clamped":
@@ -239,7 +240,41 @@ def _region_checks(name: str, box, what: str, mins, unbounded: str) -> list[Regi
     return checks
 
 
+_MAX_VARIANTS = 64
+
+
 def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
+    """The checks of what `stmt` accesses. A specialized stage runs one of its nests, so
+    the accesses of each combination of branches are checked only under the conditions
+    that choose it (a branch not taken may read past an input's end)."""
+    variants = _branch_variants(stmt)
+    if len(variants) > _MAX_VARIANTS:  # the union of all branches is checked instead
+        variants = [(None, stmt)]
+    for when, variant in variants:
+        start = len(ctx.checks)
+        _record_variant_checks(variant, ctx)
+        ctx.checks[start:] = [replace(c, when=when) for c in ctx.checks[start:]]
+
+
+def _branch_variants(stmt: n.Stmt) -> list[tuple[n.Expr | None, n.Stmt]]:
+    """`stmt` with each choice between specialized nests (an IfThenElse with an else,
+    which only specializations make) resolved, and the condition that selects it."""
+    choice = next((s for s in walk(stmt) if isinstance(s, n.IfThenElse)
+                   and s.else_case is not None), None)
+    if choice is None:
+        return [(None, stmt)]
+    out = []
+    for cond, branch in ((choice.condition, choice.then_case),
+                         (n.Not(choice.condition), choice.else_case)):
+        resolved = rewrite(stmt, lambda s, c=choice, b=branch: b if s is c else None)
+        for when, variant in _branch_variants(resolved):
+            out.append((cond if when is None else n.And(cond, when), variant))
+            if len(out) > _MAX_VARIANTS:
+                return out
+    return out
+
+
+def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
     for name, inp in ctx.env.inputs.items():
         ctx.checks += _region_checks(
             name, boxes_touched(stmt, name, calls=True), "input", [const(0)] * inp.ndim,

@@ -1,15 +1,20 @@
 """Decide where each Func is computed and stored, applying the defaults and rejecting
 placements that can't work before any loop is built.
 
-Defaults (ARCHITECTURE.md): outputs are computed at root; a pure Func with no placement is
-inlined; a Func with update definitions is computed at root unless placed.
+It also checks the loop records that no pass lowers for this target (GPU bindings,
+tensorize). Defaults (ARCHITECTURE.md): outputs are computed at root; a pure Func with no
+placement is inlined; a Func with update definitions is computed at root unless placed.
 """
 from __future__ import annotations
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
 from halo.lower.context import LowerContext
+from halo.schedule.conditions import condition_text
+from halo.schedule.gpu import nesting_problem
 from halo.schedule.records import INLINE, ROOT
+
+_GPU_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.VTHREAD)
 
 
 def decide_realizations(ctx: LowerContext) -> None:
@@ -27,6 +32,8 @@ def decide_realizations(ctx: LowerContext) -> None:
             level = ROOT
         elif level is None:
             level = ROOT if has_updates else INLINE
+        if not (sched.cache and sched.memory_scope == sched.cache.scope):  # its own scope
+            _check_scope(name, sched.memory_scope, level.kind, name in ctx.outputs)
         if level.kind == "inline":
             _check_inlinable(f, has_updates, explicit=sched.compute_level is not None)
             if sched.store_level is not None:
@@ -35,6 +42,46 @@ def decide_realizations(ctx: LowerContext) -> None:
                                     f"{name}.compute_root() or {name}.compute_at(...)")
         ctx.compute_levels[name] = level
         ctx.store_levels[name] = sched.store_level or level
+        _check_loop_records(f, ctx.target)
+
+
+def _check_scope(name: str, scope: str, level: str, is_output: bool) -> None:
+    if scope == "auto":
+        return
+    if is_output and scope != "global":
+        raise ScheduleError(f"{name}.store_in({scope!r}): {name} is an output of the pipeline, "
+                            "so it is stored in the array passed to realize(); store_in "
+                            "applies to the Funcs it reads")
+    if level == "inline":
+        raise ScheduleError(f"{name}.store_in({scope!r}): {name} is computed inline, so it "
+                            f"has no storage; add {name}.compute_root() or "
+                            f"{name}.compute_at(...)")
+
+
+def _check_loop_records(f, target: str) -> None:
+    """GPU bindings must still nest properly (a reorder after binding may have broken
+    them) and need a GPU target; tensorized loops are not lowered yet."""
+    for k, stage in enumerate(f.schedule.stages):
+        label = f.name if k == 0 else f"{f.name}.update({k - 1})"
+        variants = [(label, stage), *((f"{label}.specialize({condition_text(s.condition.node)})",
+                                      s.schedule) for s in stage.specializations)]
+        for where, sched in variants:
+            problem = nesting_problem(sched.dims)
+            if problem is not None:
+                raise ScheduleError(f"{where}: {problem}. The loops of {where} are, outermost "
+                                    f"first: {', '.join(sched.dim_names())}")
+            bound = [f"{d.name} ({d.kind.value})" for d in sched.dims if d.kind in _GPU_KINDS]
+            if bound and target != "cuda":
+                raise ScheduleError(
+                    f"{where} binds loops to the GPU ({', '.join(bound)}), which needs "
+                    f"target 'cuda'; this pipeline is being lowered for {target!r}. Lower it "
+                    "for cuda, or remove the gpu_blocks/gpu_threads/gpu_tile/vthread calls")
+            if sched.tensorize is not None:
+                t = sched.tensorize
+                raise ScheduleError(
+                    f"{where}.tensorize({t.var}, {t.intrinsic}): this version of halo records "
+                    "and checks tensorize but can't lower tensorized loops yet; remove the "
+                    "call to run the pipeline")
 
 
 def _check_inlinable(f, has_updates: bool, explicit: bool) -> None:
@@ -44,7 +91,8 @@ def _check_inlinable(f, has_updates: bool, explicit: bool) -> None:
                             "can't be substituted into their uses; use compute_root() or "
                             "compute_at(...)")
     stage = f.schedule.stages[0]
-    if stage.transforms or any(d.kind is not ForKind.SERIAL for d in stage.dims):
+    if stage.transforms or stage.specializations or \
+            any(d.kind is not ForKind.SERIAL for d in stage.dims):
         how = "compute_inline() was called" if explicit else \
             "it is computed inline (the default for a pure Func that is not an output)"
         raise ScheduleError(f"{name} has a loop schedule (split/reorder/vectorize/...), but "

@@ -44,9 +44,26 @@ def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
 
 def _produce(name: str, ctx: LowerContext) -> n.Stmt:
     f = ctx.env.funcs[name]
-    stages = [_stage_loops(name, k, d, f.schedule.stages[k], ctx)
+    stages = [_specialized_loops(name, k, d, f.schedule.stages[k], ctx)
               for k, d in enumerate(f.definitions)]
     return inline_calls(block(*stages), ctx)
+
+
+def _specialized_loops(func: str, k: int, definition: Definition, sched: StageSchedule,
+                       ctx: LowerContext) -> n.Stmt:
+    """The loops of stage k, one nest per specialization chosen by its condition (in
+    order), the default schedule last. All nests cover the same region (the bounds lets
+    of the stage are shared), so bounds inference needs nothing new. Producers can be
+    computed at a loop only if every nest has it under the same IR name."""
+    nest = _stage_loops(func, k, definition, sched, ctx)
+    names = ctx.loop_names[(func, k)]
+    for spec in reversed(sched.specializations):
+        branch = _stage_loops(func, k, definition, spec.schedule, ctx)
+        names = {v: ir for v, ir in names.items() if ctx.loop_names[(func, k)].get(v) == ir}
+        branch = substitute(branch, _known_values(spec.condition.node))
+        nest = n.IfThenElse(spec.condition.node, branch, nest)
+    ctx.loop_names[(func, k)] = names
+    return nest
 
 
 def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule,
@@ -98,6 +115,21 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
         ctx.loop_labels[var] = f"{func}{'' if k == 0 else f'.update({k - 1})'} loop {d.name}"
     ctx.loop_names[(func, k)] = ir_name
     return body
+
+
+def _known_values(condition: n.Expr) -> dict[str, n.Expr]:
+    """The values a specialization's condition pins down (`p == 3`, `inp.extent.1 == 8`,
+    a bool Param, joined by &), substituted into its branch so that, e.g., a reduction
+    over a pinned extent has a constant loop that can be unrolled."""
+    match condition:
+        case n.And(a=a, b=b) if condition.type.is_bool:
+            return {**_known_values(a), **_known_values(b)}
+        case n.EQ(a=n.Var(name=name), b=n.Const() as value) | \
+                n.EQ(a=n.Const() as value, b=n.Var(name=name)):
+            return {name: value}
+        case n.Var(name=name) if condition.type.is_bool:
+            return {name: n.const(True, condition.type)}
+    return {}
 
 
 class _Let(NamedTuple):
@@ -199,7 +231,7 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
     if store is not None and store not in sites:
         raise _placement_error(name, "store_at", ctx.store_levels[name], sites, ctx)
     if store is not None and compute is not None and \
-            sites.index(store) > sites.index(compute):
+            not _store_outside_compute(stmt, name, store, compute):
         raise ScheduleError(
             f"{name}.store_at({ctx.loop_labels[store]}) is inside {name}.compute_at("
             f"{ctx.loop_labels[compute]}): storage must be at or outside the compute level")
@@ -251,6 +283,12 @@ def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str 
         raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} has no "
                             f"stage {stage}")
     if level.var not in names:
+        if ctx.env.funcs[consumer].schedule.stages[stage].specializations:
+            raise ScheduleError(
+                f"{name}.{call}({consumer}, {level.var}): {consumer} is specialized, and not "
+                f"all of its schedules have loop '{level.var}' (from the same splits); "
+                f"{name} must be placed at a loop every branch has, or at root. The loops "
+                f"all of them share are: {', '.join(names) or '(none)'}")
         raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} has no loop "
                             f"named '{level.var}'; its loops are, outermost first: "
                             f"{', '.join(names)}")
@@ -258,21 +296,36 @@ def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str 
 
 
 def _legal_sites(stmt: n.Stmt, name: str) -> list[str]:
-    """IR loops enclosing every use of `name`, outermost first."""
-    common: list[str] | None = None
+    """IR loops enclosing every use of `name`, outermost first (as the first use sees
+    them). Without specializations these are the common prefix of the uses' loop paths;
+    the branches of a specialized stage may nest loops of the same name differently, and
+    a loop that every use is inside still works, with a produce in each branch."""
+    paths = _use_paths(stmt, name)
+    if not paths:
+        return []
+    return [loop for loop in paths[0] if all(loop in p for p in paths[1:])]
+
+
+def _store_outside_compute(stmt: n.Stmt, name: str, store: str, compute: str) -> bool:
+    """Whether, for every use of `name`, the store loop encloses the compute loop."""
+    return all(p.index(store) <= p.index(compute) for p in _use_paths(stmt, name))
+
+
+def _use_paths(stmt: n.Stmt, name: str) -> list[list[str]]:
+    """For each statement or loop bound that uses `name`, its enclosing IR loops,
+    outermost first."""
+    paths: list[list[str]] = []
 
     def visit(s, loops: list[str]) -> None:
-        nonlocal common
         if isinstance(s, n.For):
-            uses_here = any(isinstance(x, n.Call) and x.name == name
-                            for x in (*walk(s.min), *walk(s.extent)))
-            if uses_here:
-                common = _intersect(common, loops)
+            if any(isinstance(x, n.Call) and x.name == name
+                   for x in (*walk(s.min), *walk(s.extent))):
+                paths.append(list(loops))
             visit(s.body, [*loops, s.name])
             return
         if isinstance(s, n.Expr):
             if any(isinstance(x, n.Call) and x.name == name for x in walk(s)):
-                common = _intersect(common, loops)
+                paths.append(list(loops))
             return
         for field in getattr(s, "__dataclass_fields__", {}):
             child = getattr(s, field)
@@ -285,18 +338,7 @@ def _legal_sites(stmt: n.Stmt, name: str) -> list[str]:
                             visit(x, loops)
 
     visit(stmt, [])
-    return common or []
-
-
-def _intersect(common: list[str] | None, loops: list[str]) -> list[str]:
-    if common is None:
-        return list(loops)
-    keep = []
-    for a, b in zip(common, loops, strict=False):  # the common prefix
-        if a != b:
-            break
-        keep.append(a)
-    return keep
+    return paths
 
 
 def _placement_error(name: str, call: str, level: LoopLevel, sites: list[str],

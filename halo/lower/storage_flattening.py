@@ -7,16 +7,19 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     dimension;
   * Funcs with storage of their own: dense row-major (the last dimension is contiguous),
     mins `f.min.{i}` from bounds inference and strides defined by lets around the
-    Allocate. They go on the stack when `store_in` says "stack"/"local" (the size must be
-    constant) or, by default, when the size is a small constant; "global" means the heap.
+    Allocate. They go on the stack when `store_in` says "stack"/"local" (sized by a
+    constant upper bound of each extent, which must exist) or, by default, when the size
+    is a small constant; "global" and "shared" (on the CPU) mean the heap.
 """
 from __future__ import annotations
 
 from halo.analysis.simplify import simplify
+from halo.analysis.upper_bound import constant_upper_bound
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
+from halo.ir.substitute import substitute, var_names
 from halo.ir.visitor import IRMutator
 from halo.lower.context import LowerContext
 
@@ -39,10 +42,31 @@ def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None)
     return index if index is not None else const(0)
 
 
+def _expand(e: n.Expr, lets: dict[str, n.Expr]) -> n.Expr:
+    """`e` with the let-bound names in it replaced by their values, transitively."""
+    for _ in range(len(lets) + 1):
+        names = var_names(e) & lets.keys()
+        if not names:
+            break
+        e = substitute(e, {nm: lets[nm] for nm in names})
+    return e
+
+
 class _Flatten(IRMutator):
     def __init__(self, ctx: LowerContext):
         self.ctx = ctx
         self.mins: dict[str, tuple[n.Expr, ...]] = {}  # Func -> mins of its storage
+        self.lets: dict[str, n.Expr] = {}  # the enclosing lets, to see through extents
+
+    def visit_LetStmt(self, let: n.LetStmt) -> n.Stmt:
+        outer = self.lets.get(let.name)
+        self.lets[let.name] = let.value
+        out = self.mutate_children(let)
+        if outer is None:  # the same name may be bound again in another branch
+            del self.lets[let.name]
+        else:
+            self.lets[let.name] = outer
+        return out
 
     def _mins(self, name: str) -> tuple[n.Expr, ...] | None:
         if name in self.mins:
@@ -65,21 +89,37 @@ class _Flatten(IRMutator):
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         self.mins[r.name] = tuple(lo for lo, _ in r.bounds)
         body = self.mutate(r.body)
+        extents = [simplify(ext) for _, ext in r.bounds]
+        if r.scope in ("stack", "local"):
+            extents = [self._constant_extent(r, i, ext) for i, ext in enumerate(extents)]
         size: n.Expr = const(1)
         lets: list[tuple[str, n.Expr]] = []
         for i in reversed(range(len(r.bounds))):
             lets.append((f"{r.name}.stride.{i}", size))
-            size = n.Mul(size, r.bounds[i][1])
+            size = n.Mul(size, extents[i])
         size = simplify(size)
-        constant = isinstance(size, n.Const)
-        if r.scope in ("stack", "local") and not constant:
-            raise ScheduleError(
-                f"{r.name}.store_in({r.scope!r}): its size, {expr_to_str(size)}, is not a "
-                "constant; bound() its dimensions or compute it at an inner loop level")
-        small = constant and size.value * r.type.bytes <= _STACK_BYTES
+        small = isinstance(size, n.Const) and size.value * r.type.bytes <= _STACK_BYTES
         scope = "stack" if r.scope in ("stack", "local") or (r.scope == "auto" and small) \
             else "heap"
         stmt: n.Stmt = n.Allocate(r.name, r.type, size, body, scope)
         for name, value in lets:
             stmt = n.LetStmt(name, simplify(value), stmt)
         return stmt
+
+    def _constant_extent(self, r: n.Realize, i: int, extent: n.Expr) -> n.Expr:
+        """A stack buffer is sized by a constant upper bound of each extent (a tile's
+        region is at most the tile, even where the edge of the image clips it)."""
+        if isinstance(extent, n.Const):
+            return extent
+        extent = simplify(_expand(extent, self.lets))
+        bound = constant_upper_bound(extent)
+        if bound is None:
+            f = self.ctx.env.funcs[r.name]
+            dim = f.args[i].name if i < len(f.args) else str(i)
+            raise ScheduleError(
+                f"{r.name}.store_in({r.scope!r}): a {r.scope} buffer needs a constant size, "
+                f"but dimension {i} ({dim}) has extent {expr_to_str(extent)}, which halo "
+                f"can't bound by a constant; give it one with {r.name}.bound({dim}, min, "
+                f"extent), or compute {r.name} at a loop level where that dimension's "
+                "region is a constant-size tile (compute_at inside a split loop)")
+        return const(max(bound, 0))

@@ -78,8 +78,16 @@ class FuncPlacement:
         return self
 
     def store_in(self, scope: str):
-        """The memory the Func lives in: "global", "stack", "shared" (GPU) or "local"."""
-        if scope not in SCOPES:
+        """The memory the Func's buffer lives in. On the CPU: "global" is the heap;
+        "stack" and "local" are the stack (LLVM keeps a small one in registers), sized by
+        a constant upper bound of each extent, which must exist (a tile's region is
+        bounded by the tile); "shared" is recorded for the GPU and means the heap here.
+        By default small constant-size buffers go on the stack, the rest on the heap.
+
+            allocate g[g.extent.0 * g.extent.1] in heap:     g.store_in("stack")
+              ...                                       ->   allocate g[48] in stack: ...
+        """
+        if scope not in SCOPES:  # ("auto", the default, stays accepted)
             raise ScheduleError(f"{self.name}.store_in({scope!r}): the scope must be one of "
                                 f"{', '.join(repr(s) for s in SCOPES[1:])}")
         self.schedule.memory_scope = scope

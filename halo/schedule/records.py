@@ -59,6 +59,9 @@ class StageSchedule:
     atomic: bool = False
     allow_races: bool = False
     rfactor: RFactor | None = None
+    # Schedules used instead of this one when their condition holds, tried in order.
+    specializations: list[Specialization] = field(default_factory=list)
+    tensorize: Tensorize | None = None
 
     def dim_names(self) -> list[str]:
         return [d.name for d in self.dims]
@@ -75,6 +78,34 @@ class StageSchedule:
             elif isinstance(t, Fuse):
                 used |= {t.outer, t.inner, t.fused}
         return used
+
+
+@dataclass
+class Specialization:
+    """`f.specialize(condition)`: the stage runs with `schedule` when `condition` (a
+    boolean halo Expr over Params and input extents) holds at run time."""
+    condition: object
+    schedule: StageSchedule
+
+
+@dataclass(frozen=True)
+class Tensorize:
+    """The loop nest from loop `var` inward is replaced by tensor intrinsic `intrinsic`
+    (its name)."""
+    var: str
+    intrinsic: str
+
+
+@dataclass(frozen=True)
+class CacheOrigin:
+    """How a Func made by `cache_read`/`cache_write` came to be, so a schedule replays:
+    `kind` "read" or "write", the Func or input it caches, the scope, the readers named
+    (None: every reader), and `seq`, the order of creation."""
+    kind: str
+    source: str
+    scope: str
+    readers: tuple[str, ...] | None
+    seq: int
 
 
 @dataclass(frozen=True)
@@ -116,3 +147,4 @@ class FuncSchedule:
     bounds: dict[str, tuple[object, object]] = field(default_factory=dict)
     estimates: list[tuple[int, int]] | None = None
     memory_scope: str = "auto"
+    cache: CacheOrigin | None = None       # set on Funcs made by cache_read/cache_write

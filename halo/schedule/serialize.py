@@ -5,6 +5,13 @@ Both go through one *replay plan*: the list of schedule calls (`split`, `fuse`,
 records. `schedule_source(f)` prints the plan; `apply_json(f, text)` executes it on the
 Funcs of a freshly defined algorithm through the ordinary (validated) methods, so a
 pasted-back or reloaded schedule lowers to the same IR.
+
+The plan first makes the Funcs that `cache_read`/`cache_write` created (in the order
+they were made, `B_global = B.cache_read(...)`), then schedules every Func: for each
+stage its specializations (`f.specialize(cond)` copies the still unscheduled stage, then
+its own calls follow), then the stage's loop calls, then placement. A Func made by
+`rfactor` is scheduled right after the rfactor call that makes it; placements at its
+loops wait until the end.
 """
 from __future__ import annotations
 
@@ -13,33 +20,43 @@ from dataclasses import dataclass
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
+from halo.schedule.conditions import condition_from_json, condition_text, condition_to_json
 from halo.schedule.records import (
+    CacheOrigin,
     Dim,
     FuncSchedule,
     Fuse,
     LoopLevel,
     Reorder,
     RFactor,
+    Specialization,
     Split,
     StageSchedule,
+    Tensorize,
 )
 from halo.schedule.rfactor import default_name
 
 _KIND_CALL = {ForKind.VECTORIZED: "vectorize", ForKind.UNROLLED: "unroll",
-              ForKind.PARALLEL: "parallel"}
+              ForKind.PARALLEL: "parallel", ForKind.VTHREAD: "vthread"}
+# Loops bound together in one call (the call checks that they are adjacent).
+_GROUP_CALL = {ForKind.GPU_BLOCK: "gpu_blocks", ForKind.GPU_THREAD: "gpu_threads"}
+# Calls whose string arguments are not loop names.
+_STRING_ARGS = ("store_in", "cache_read", "cache_write")
 
 
 @dataclass(frozen=True)
 class Call:
     """One schedule call: `target.method(*args, **kwargs)`. `target` is a Func name and
-    a stage (0: the Func itself, i: `.update(i - 1)`); Func-valued arguments are
-    `StageRef`s, loop names are strings. `result` names the Func a call returns (rfactor's
-    intermediate), which later calls refer to."""
+    a stage (0: the Func itself, i: `.update(i - 1)`), or an input for cache_read, and
+    `branch`, a condition, for `.specialize(branch)` of that stage; Func-valued arguments
+    are `StageRef`s, loop names are strings. `result` names the Func the call returns
+    (cache_read, cache_write, rfactor), which later calls refer to."""
     func: str
     stage: int
     method: str
     args: tuple
     kwargs: tuple[tuple[str, object], ...] = ()
+    branch: object = None
     result: str | None = None
 
 
@@ -49,16 +66,22 @@ class StageRef:
     stage: int
 
 
+@dataclass(frozen=True)
+class IntrinsicRef:
+    """A `halo.Intrinsic`, by the name it was declared with."""
+    name: str
+
+
 def replay_plan(schedules: dict[str, FuncSchedule]) -> list[Call]:
-    """The calls that rebuild `schedules` (Func name -> its schedule), in order. A Func
-    made by rfactor is scheduled right after the rfactor call that makes it; placements
-    at its loops wait until the end."""
-    made = made_by_rfactor(schedules)
-    plan: list[Call] = []
+    """The calls that rebuild `schedules` (Func name -> its schedule), in order."""
+    made = sorted(((name, s.cache) for name, s in schedules.items() if s.cache is not None),
+                  key=lambda item: item[1].seq)
+    plan: list[Call] = [_cache_call(name, origin) for name, origin in made]
+    by_rfactor = made_by_rfactor(schedules)
     for name, sched in schedules.items():
-        if name not in made:
+        if name not in by_rfactor:
             plan += _func_calls(name, sched, schedules)
-    late = [c for c in plan if any(isinstance(a, StageRef) and a.func in made
+    late = [c for c in plan if any(isinstance(a, StageRef) and a.func in by_rfactor
                                    for a in c.args)]
     return [c for c in plan if c not in late] + late
 
@@ -78,49 +101,70 @@ def _func_calls(name: str, sched: FuncSchedule, schedules: dict[str, FuncSchedul
                 ) -> list[Call]:
     calls = []
     for k, stage in enumerate(sched.stages):
+        for spec in stage.specializations:
+            calls.append(Call(name, k, "specialize", (spec.condition,)))
+            calls += _stage_calls(name, k, spec.schedule, schedules, spec.condition)
         calls += _stage_calls(name, k, stage, schedules)
     return calls + _placement_calls(name, sched)
 
 
+def _cache_call(name: str, origin: CacheOrigin) -> Call:
+    kwargs = () if origin.readers is None else \
+        (("readers", tuple(StageRef(r, 0) for r in origin.readers)),)
+    return Call(origin.source, 0, f"cache_{origin.kind}", (origin.scope,), kwargs,
+                result=name)
+
+
 def _stage_calls(name: str, k: int, stage: StageSchedule,
-                 schedules: dict[str, FuncSchedule]) -> list[Call]:
+                 schedules: dict[str, FuncSchedule], branch: object = None) -> list[Call]:
     calls: list[Call] = []
     rf = stage.rfactor
     if rf is not None:
-        calls += _stage_calls(name, k, rf.prior, schedules)
+        calls += _stage_calls(name, k, rf.prior, schedules, branch)
         kwargs = () if rf.intermediate == default_name(name, k) else \
             (("name", rf.intermediate),)
-        calls.append(Call(name, k, "rfactor", (rf.loop, rf.var), kwargs, rf.intermediate))
+        calls.append(Call(name, k, "rfactor", (rf.loop, rf.var), kwargs, branch,
+                          rf.intermediate))
         calls += _func_calls(rf.intermediate, schedules[rf.intermediate], schedules)
     if stage.atomic:
-        calls.append(Call(name, k, "atomic", ()))
+        calls.append(Call(name, k, "atomic", (), branch=branch))
     if stage.allow_races:
-        calls.append(Call(name, k, "allow_race_conditions", ()))
+        calls.append(Call(name, k, "allow_race_conditions", (), branch=branch))
     for t in stage.transforms:
         if isinstance(t, Split):
             kwargs = () if t.tail == "auto" else (("tail", t.tail),)
-            calls.append(Call(name, k, "split", (t.old, t.outer, t.inner, t.factor), kwargs))
+            calls.append(Call(name, k, "split", (t.old, t.outer, t.inner, t.factor), kwargs,
+                              branch))
         elif isinstance(t, Fuse):
-            calls.append(Call(name, k, "fuse", (t.outer, t.inner, t.fused)))
+            calls.append(Call(name, k, "fuse", (t.outer, t.inner, t.fused), branch=branch))
         else:
-            calls.append(Call(name, k, "reorder", t.names))
+            calls.append(Call(name, k, "reorder", t.names, branch=branch))
+    for kind, method in _GROUP_CALL.items():
+        group = tuple(d.name for d in stage.dims if d.kind is kind)
+        if group:
+            calls.append(Call(name, k, method, group, branch=branch))
     for d in stage.dims:
         if d.kind in _KIND_CALL:
-            calls.append(Call(name, k, _KIND_CALL[d.kind], (d.name,)))
+            calls.append(Call(name, k, _KIND_CALL[d.kind], (d.name,), branch=branch))
+    if stage.tensorize is not None:
+        calls.append(Call(name, k, "tensorize", (stage.tensorize.var,
+                                                 IntrinsicRef(stage.tensorize.intrinsic)),
+                          branch=branch))
     return calls
 
 
 def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
     calls = []
+    made = sched.cache  # a cache Func starts computed at root, in its scope
     for verb, level in (("compute", sched.compute_level), ("store", sched.store_level)):
-        if level is None:
+        if level is None or (made and verb == "compute" and level.kind == "root"):
             continue
         if level.kind == "at":
             calls.append(Call(name, 0, f"{verb}_at", (StageRef(level.func, level.stage),
                                                        level.var)))
         else:
             calls.append(Call(name, 0, f"{verb}_{level.kind}", ()))
-    if sched.memory_scope != "auto":
+    if sched.memory_scope != "auto" and not (made and sched.memory_scope == made.scope):
         calls.append(Call(name, 0, "store_in", (sched.memory_scope,)))
     for var, (lo, extent) in sched.bounds.items():
         calls.append(Call(name, 0, "bound", (var, lo, extent)))
@@ -133,8 +177,9 @@ def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
 
 
 def schedule_source(f) -> str:
-    """The schedule of every Func feeding `f` as halo Python code. It refers to Funcs
-    and RDoms by their names and declares the loop Vars it introduces."""
+    """The schedule of every Func feeding `f` as halo Python code. It refers to Funcs,
+    inputs, RDoms and Intrinsics by their names, declares the loop Vars it introduces, and
+    names the Funcs that cache_read/cache_write make after themselves."""
     from halo.lang.environment import Environment
     env = Environment.of([f])
     plan = replay_plan({name: g.schedule for name, g in env.funcs.items()})
@@ -142,7 +187,7 @@ def schedule_source(f) -> str:
     for call in plan:
         for a in call.args:
             if isinstance(a, str) and "." not in a and a not in names and \
-                    call.method not in ("store_in",):
+                    call.method not in _STRING_ARGS:
                 names.append(a)
     lines = []
     if names:
@@ -152,15 +197,22 @@ def schedule_source(f) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _target_text(func: str, stage: int) -> str:
-    return func if stage == 0 else f"{func}.update({stage - 1})"
+def _target_text(func: str, stage: int, branch: object = None) -> str:
+    text = func if stage == 0 else f"{func}.update({stage - 1})"
+    return text if branch is None else f"{text}.specialize({condition_text(branch.node)})"
 
 
 def _arg_text(a: object, method: str) -> str:
     if isinstance(a, StageRef):
         return _target_text(a.func, a.stage)
-    if isinstance(a, str) and method != "store_in":
+    if isinstance(a, IntrinsicRef):
+        return a.name
+    if isinstance(a, tuple):
+        return f"[{', '.join(_arg_text(x, method) for x in a)}]"
+    if isinstance(a, str) and method not in _STRING_ARGS:
         return a  # a loop name, as the Var (or RVar, `r.x`) a user would write
+    if method == "specialize":
+        return condition_text(a.node)
     if hasattr(a, "node"):
         from halo.ir.printer import expr_to_str
         return expr_to_str(a.node)
@@ -169,9 +221,10 @@ def _arg_text(a: object, method: str) -> str:
 
 def _call_text(c: Call) -> str:
     args = [_arg_text(a, c.method) for a in c.args]
-    args += [f"{k}={v!r}" for k, v in c.kwargs]
-    result = "" if c.result is None else f"{c.result} = "
-    return f"{result}{_target_text(c.func, c.stage)}.{c.method}({', '.join(args)})"
+    args += [f"{k}={v!r}" if isinstance(v, str) else f"{k}={_arg_text(v, c.method)}"
+             for k, v in c.kwargs]
+    text = f"{_target_text(c.func, c.stage, c.branch)}.{c.method}({', '.join(args)})"
+    return text if c.result is None else f"{c.result} = {text}"
 
 
 # -------------------------------------------------------------------------------- JSON
@@ -187,18 +240,19 @@ def schedule_to_json(f) -> str:
 
 def apply_json(f, text: str) -> None:
     """Apply a schedule saved by `schedule_to_json` to the (unscheduled) Funcs feeding
-    `f`, matched by name."""
+    `f`, matched by name; the Funcs that cache_read/cache_write made are made again."""
     from halo.lang.environment import Environment
     env = Environment.of([f])
     data = json.loads(text)
-    unknown = set(data) - set(env.funcs) - _intermediates_in(data)
+    made = {name for name, d in data.items() if d.get("cache")} | _intermediates_in(data)
+    unknown = set(data) - set(env.funcs) - made
     if unknown:
         raise ScheduleError(f"the schedule names Func(s) {', '.join(sorted(unknown))} that "
                             f"are not in this pipeline ({', '.join(env.funcs)})")
-    schedules = {name: _sched_from_dict(d) for name, d in data.items()}
-    funcs = dict(env.funcs)
+    schedules = {name: _sched_from_dict(d, env) for name, d in data.items()}
+    objects = {**env.inputs, **env.funcs}
     for call in replay_plan(schedules):
-        execute(call, funcs)
+        execute(call, objects)
 
 
 def _intermediates_in(data: dict) -> set[str]:
@@ -213,13 +267,23 @@ def _intermediates_in(data: dict) -> set[str]:
 
 
 def execute(call: Call, funcs: dict) -> None:
-    """Run one schedule call on the Funcs of a pipeline (`funcs`, by name; a Func the
-    call makes joins it)."""
+    """Run one schedule call on the Funcs (and inputs) of a pipeline, by name; a Func the
+    call makes is added to `funcs`."""
+    if call.func not in funcs:
+        raise ScheduleError(f"the schedule calls {call.func}.{call.method}(...), but this "
+                            f"pipeline has no Func or input named {call.func}")
     f = funcs[call.func]
     target = f if call.stage == 0 else f.update(call.stage - 1)
+    if call.branch is not None:
+        target = target.specialize(call.branch)
     args = [_resolve(a, funcs) for a in call.args]
-    result = getattr(target, call.method)(*args, **dict(call.kwargs))
+    kwargs = {k: _resolve(v, funcs) for k, v in call.kwargs}
+    result = getattr(target, call.method)(*args, **kwargs)
     if call.result is not None:
+        if result.name != call.result:
+            raise ScheduleError(f"{call.func}.{call.method}(...) made {result.name}, but the "
+                                f"schedule expects {call.result}: apply the schedule to a "
+                                "freshly defined algorithm")
         funcs[call.result] = result
 
 
@@ -227,6 +291,11 @@ def _resolve(a: object, funcs: dict) -> object:
     if isinstance(a, StageRef):
         g = funcs[a.func]
         return g if a.stage == 0 else g.update(a.stage - 1)
+    if isinstance(a, IntrinsicRef):
+        from halo.schedule.intrinsic import Intrinsic
+        return Intrinsic.named(a.name)
+    if isinstance(a, tuple):
+        return [_resolve(x, funcs) for x in a]
     return a
 
 
@@ -235,6 +304,7 @@ def _sched_dict(s: FuncSchedule) -> dict:
         if not (isinstance(lo, int) and isinstance(extent, int)):
             raise ScheduleError(f"bound({v}, ...) with an expression can't be saved as JSON; "
                                 "use schedule_source() instead")
+    c = s.cache
     return {
         "stages": [_stage_dict(st) for st in s.stages],
         "compute_level": _level_dict(s.compute_level),
@@ -242,12 +312,20 @@ def _sched_dict(s: FuncSchedule) -> dict:
         "bounds": {v: list(b) for v, b in s.bounds.items()},
         "estimates": s.estimates,
         "memory_scope": s.memory_scope,
+        "cache": None if c is None else {
+            "kind": c.kind, "source": c.source, "scope": c.scope,
+            "readers": None if c.readers is None else list(c.readers), "seq": c.seq},
     }
 
 
 def _stage_dict(st: StageSchedule) -> dict:
     d: dict = {"dims": [[x.name, x.kind.value, x.pure] for x in st.dims],
-               "transforms": [_transform_dict(t) for t in st.transforms]}
+               "transforms": [_transform_dict(t) for t in st.transforms],
+               "specializations": [{"condition": condition_to_json(sp.condition.node),
+                                    "schedule": _stage_dict(sp.schedule)}
+                                   for sp in st.specializations],
+               "tensorize": None if st.tensorize is None else [st.tensorize.var,
+                                                               st.tensorize.intrinsic]}
     if st.atomic:
         d["atomic"] = True
     if st.allow_races:
@@ -257,24 +335,6 @@ def _stage_dict(st: StageSchedule) -> dict:
         d["rfactor"] = {"loop": rf.loop, "var": rf.var, "intermediate": rf.intermediate,
                         "prior": _stage_dict(rf.prior)}
     return d
-
-
-def _stage_from_dict(d: dict) -> StageSchedule:
-    rf = d.get("rfactor")
-    return StageSchedule(
-        [Dim(nm, ForKind(kind), pure) for nm, kind, pure in d["dims"]],
-        [_transform_from_dict(t) for t in d["transforms"]],
-        atomic=d.get("atomic", False), allow_races=d.get("allow_races", False),
-        rfactor=None if rf is None else RFactor(rf["loop"], rf["var"], rf["intermediate"],
-                                                _stage_from_dict(rf["prior"])))
-
-
-def _transform_from_dict(t: dict) -> Split | Fuse | Reorder:
-    if "split" in t:
-        return Split(*t["split"])
-    if "fuse" in t:
-        return Fuse(*t["fuse"])
-    return Reorder(tuple(t["reorder"]))
 
 
 def _level_dict(level: LoopLevel | None) -> dict | None:
@@ -291,13 +351,40 @@ def _transform_dict(t: Split | Fuse | Reorder) -> dict:
     return {"reorder": list(t.names)}
 
 
-def _sched_from_dict(d: dict) -> FuncSchedule:
+def _sched_from_dict(d: dict, env) -> FuncSchedule:
     def level(lv):
         return None if lv is None else LoopLevel(lv["kind"], lv["func"], lv["stage"], lv["var"])
 
+    c = d.get("cache")
     return FuncSchedule(
-        stages=[_stage_from_dict(st) for st in d["stages"]],
+        stages=[_stage_from_dict(st, env) for st in d["stages"]],
         compute_level=level(d["compute_level"]), store_level=level(d["store_level"]),
         bounds={v: tuple(b) for v, b in d["bounds"].items()},
         estimates=[tuple(e) for e in d["estimates"]] if d["estimates"] else None,
-        memory_scope=d["memory_scope"])
+        memory_scope=d["memory_scope"],
+        cache=None if c is None else CacheOrigin(
+            c["kind"], c["source"], c["scope"],
+            None if c["readers"] is None else tuple(c["readers"]), c["seq"]))
+
+
+def _stage_from_dict(st: dict, env) -> StageSchedule:
+    def transform(t: dict):
+        if "split" in t:
+            return Split(*t["split"])
+        if "fuse" in t:
+            return Fuse(*t["fuse"])
+        return Reorder(tuple(t["reorder"]))
+
+    tensorize = st.get("tensorize")
+    rf = st.get("rfactor")
+    return StageSchedule(
+        [Dim(nm, ForKind(kind), pure) for nm, kind, pure in st["dims"]],
+        [transform(t) for t in st["transforms"]],
+        atomic=st.get("atomic", False), allow_races=st.get("allow_races", False),
+        rfactor=None if rf is None else RFactor(rf["loop"], rf["var"], rf["intermediate"],
+                                                _stage_from_dict(rf["prior"], env)),
+        specializations=[
+            Specialization(condition_from_json(sp["condition"], env.inputs, env.params),
+                           _stage_from_dict(sp["schedule"], env))
+            for sp in st.get("specializations", ())],
+        tensorize=None if tensorize is None else Tensorize(*tensorize))

@@ -7,10 +7,16 @@ the call, and the loops that exist.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
+from halo.schedule.gpu import GpuLoops
 from halo.schedule.records import TAILS, Dim, Fuse, Reorder, Split, StageSchedule
+
+if TYPE_CHECKING:
+    from halo.lang.expr import Expr
+    from halo.schedule.specialize import Specialized
 
 
 def loop_name(v: object) -> str:
@@ -29,7 +35,7 @@ def _show(v: object) -> str:
     return getattr(v, "name", repr(v))
 
 
-class Schedulable(ABC):
+class Schedulable(GpuLoops, ABC):
     """Loop transformations of one stage. Subclasses provide `_stage()` (the record),
     `_stage_label()` (e.g. "f" or "f.update(0)"), and `_is_update`."""
 
@@ -77,10 +83,12 @@ class Schedulable(ABC):
             name, i = f"{base}_{suffix}{i}", i + 1
         return name
 
-    def _reduction_order_problem(self, new_dims: list[Dim]) -> str | None:
-        """Why `new_dims` (the loops after a call) would run an update's reduction loops
-        out of order in a way that may change its result, or None. A pure stage has no
-        reduction loops; update stages override this."""
+    def _reduction_order_problem(self, new_dims: list[Dim],
+                                 sched: StageSchedule | None = None) -> str | None:
+        """Why `new_dims` (the loops after a call to `sched`, default this stage's
+        schedule) would run an update's reduction loops out of order in a way that may
+        change its result, or None. A pure stage has no reduction loops; update stages
+        override this."""
         return None
 
     # ------------------------------------------------------------------ transformations
@@ -221,3 +229,16 @@ class Schedulable(ABC):
     def serial(self, v):
         """A plain loop (the default)."""
         return self._set_kind("serial", v, None, ForKind.SERIAL, "")
+
+    def specialize(self, condition: Expr) -> Specialized:
+        """A copy of this stage's schedule, used instead when `condition` (a boolean Expr
+        over Params and input extents) holds at run time; returns it for scheduling.
+
+            for y: for x: f[y, x] = ...     f.specialize(inp.shape[1] % 8 == 0).vectorize(x, 8)
+                                       ->   if inp.extent.1 % 8 == 0:
+                                              for y: for x.x: for x.x_vec in vectorized(8): ...
+                                            else:
+                                              for y: for x: f[y, x] = ...
+        """
+        from halo.schedule.specialize import specialize
+        return specialize(self, condition)

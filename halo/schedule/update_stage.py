@@ -16,7 +16,7 @@ from halo.schedule.races import (
     order_change,
     self_read_problem,
 )
-from halo.schedule.records import Dim
+from halo.schedule.records import Dim, StageSchedule
 from halo.schedule.rfactor import LEGAL_FORMS, recognize
 from halo.schedule.stage import Schedulable
 
@@ -36,8 +36,9 @@ class UpdateStage(Schedulable):
     def _definition(self) -> Definition:
         return self.func.definitions[self.index]
 
-    def _reduction_order_problem(self, new_dims: list[Dim]) -> str | None:
-        sched = self._stage()
+    def _reduction_order_problem(self, new_dims: list[Dim],
+                                 sched: StageSchedule | None = None) -> str | None:
+        sched = self._stage() if sched is None else sched
         d = self._definition()
         if sched.atomic or sched.allow_races or d.rdom is None:
             return None

@@ -11,6 +11,7 @@ from halo.backends.host_checks import _div, _mod, _py, compile_checks
 from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.substitute import substitute
+from halo.ir.types import float32
 from halo.lower.bounds_inference import RegionCheck
 
 a, b = n.Var("a"), n.Var("b")
@@ -56,3 +57,16 @@ def test_unsupported_expressions_are_internal_errors():
     """A float operation in a region check is a compiler bug, reported as one."""
     with pytest.raises(InternalError, match="can't evaluate"):
         compile_checks([_single(n.Call(n.Var("f").type, "sqrt", (a,), n.CallKind.MATH))])
+
+
+def test_a_check_under_a_condition_runs_only_when_it_holds():
+    """A specialization's check (reading [0, a + 3] of extent b) is skipped unless its
+    condition (here over a float Param p) holds."""
+    p = n.Var("p", float32)
+    when = n.LT(n.const(0.5, float32), p)
+    check = RegionCheck("inp", 0, n.const(0), n.Add(a, n.const(3)), n.const(0), b, "input",
+                        when)
+    run = compile_checks([check])
+    assert run({"a": 10, "b": 4, "p": 0.25}) is None
+    assert run({"a": 10, "b": 4, "p": 0.75}) == (check, 0, 13, 0, 4)
+    assert run({"a": 0, "b": 4, "p": 0.75}) is None

@@ -310,8 +310,8 @@ def test_stack_storage_of_non_constant_size():
     """The stack needs a size known when compiling; the message says how to get one."""
     inp, g, f = two_stage()
     g.compute_root().store_in("stack")
-    with raises(halo.ScheduleError, "g.store_in('stack')", "is not a constant",
-                "bound() its dimensions"):
+    with raises(halo.ScheduleError, "g.store_in('stack')", "needs a constant size",
+                "g.bound(y, min, extent)"):
         f.lower()
 
 

@@ -108,11 +108,50 @@ def allow_races_scatter():
     return f
 
 
+def _matmul():
+    A = halo.ImageParam(halo.float32, 2, "A")
+    B = halo.ImageParam(halo.float32, 2, "B")
+    k = halo.RDom((0, A.shape[1]), name="k")
+    C = halo.Func("C")
+    C[y, x] = 0.0
+    C[y, x] += A[y, k] * B[k, x]
+    return B, C, k
+
+
+def cache_read_panel():
+    """A packed panel of B per column tile of C (the cache stage of an input)."""
+    B, C, k = _matmul()
+    Bp = B.cache_read("global", readers=[C])
+    C.update(0).split(x, xo, xi, 8, tail="guard").reorder(xo, y, k.x, xi)
+    Bp.compute_at(C.update(0), xo)
+    return C
+
+
+def cache_write_tile():
+    """C's 4x8 tile accumulated in a stack buffer, then copied out."""
+    B, C, k = _matmul()
+    CL = C.cache_write("local")
+    C.tile(y, x, yo, xo, yi, xi, 4, 8)
+    CL.compute_at(C, xo)
+    CL.update(0).reorder(k.x, y, x)
+    return C
+
+
+def specialize_width():
+    """The vectorized nest when the width is a multiple of 8, the plain one otherwise."""
+    bx, by = blur()
+    inp = next(d for d in bx.definitions[0].deps if isinstance(d, halo.ImageParam))
+    by.specialize(inp.shape[1] % 8 == 2).vectorize(x, 8)
+    bx.compute_at(by, y)
+    return by
+
+
 CASES = {"tiled_compute_at": tiled_compute_at, "sliding_store_at": sliding_store_at,
          "matmul_update": matmul_update, "rfactor_total": rfactor_total,
          "rfactor_histogram": rfactor_histogram, "atomic_histogram": atomic_histogram,
          "allow_races_scatter": allow_races_scatter,
-         "sliding_window_blur": sliding_window_blur}
+         "sliding_window_blur": sliding_window_blur, "cache_read_panel": cache_read_panel,
+         "cache_write_tile": cache_write_tile, "specialize_width": specialize_width}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

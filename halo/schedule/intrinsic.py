@@ -1,0 +1,78 @@
+"""`halo.Intrinsic`: a tensor intrinsic that `tensorize` can put in place of a loop nest.
+
+    spec = halo.Func("mma_spec")                 # what the intrinsic computes, fixed shape
+    spec[i, j] = 0.0
+    spec[i, j] += a[i, r] * b[r, j]
+    spec.bound(i, 0, 16).bound(j, 0, 16)
+    mma = halo.Intrinsic("mma16", spec, emit=...)
+
+Declaring one records it by name, so a saved schedule that tensorizes with it can be
+loaded again. The lowering of tensorized loops comes with the tensor-intrinsic backends;
+until then `tensorize` is a validated record and lowering refuses it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from halo.errors import DefinitionError
+from halo.ir.nodes import Const as _Const
+
+_declared: dict[str, Intrinsic] = {}
+
+
+class Intrinsic:
+    """A tensor intrinsic: `spec` (a Func whose every dimension has a constant `bound`, and
+    whose RDom, if any, has constant extents) says what it computes; `emit` produces
+    backend code for it; `init` and `update`, when given, emit the reduction's
+    initialization and accumulation separately."""
+
+    def __init__(self, name: str, spec, emit: Callable, init: Callable | None = None,
+                 update: Callable | None = None):
+        from halo.lang.func import Func
+        from halo.lang.names import claim_name
+        name = claim_name(name, "intrinsic")
+        if not isinstance(spec, Func) or not spec.defined:
+            raise DefinitionError(f"Intrinsic {name}: spec must be a defined halo Func "
+                                  "describing what the intrinsic computes")
+        for what, fn in (("emit", emit), ("init", init), ("update", update)):
+            if fn is not None and not callable(fn):
+                raise DefinitionError(f"Intrinsic {name}: {what} must be callable")
+        if emit is None:
+            raise DefinitionError(f"Intrinsic {name}: emit is required")
+        shape = []
+        for v in spec.args:
+            lo, extent = spec.schedule.bounds.get(v.name, (None, None))
+            if not (isinstance(lo, int) and isinstance(extent, int)):
+                raise DefinitionError(
+                    f"Intrinsic {name}: dimension {v.name} of spec {spec.name} has no constant "
+                    f"size; give it one with {spec.name}.bound({v.name}, 0, extent)")
+            shape.append(extent)
+        last = spec.definitions[-1]
+        rvars = list(last.rdom.rvars) if last.rdom is not None else []
+        for r in rvars:
+            if not (isinstance(r.min.node, _Const) and isinstance(r.extent.node, _Const)):
+                raise DefinitionError(f"Intrinsic {name}: the reduction {r.name} of spec "
+                                      f"{spec.name} must have a constant range")
+        self.name, self.spec, self.emit, self.init, self.update = name, spec, emit, init, update
+        self.shape = tuple(shape)
+        self.loop_names = tuple([*(v.name for v in spec.args), *(r.name for r in rvars)])
+        _declared[name] = self
+
+    @property
+    def loop_count(self) -> int:
+        """How deep the loop nest it replaces is: the spec's dimensions and reduction."""
+        return len(self.loop_names)
+
+    @staticmethod
+    def named(name: str) -> Intrinsic:
+        """The intrinsic declared under `name` (for loading saved schedules)."""
+        if name not in _declared:
+            raise DefinitionError(f"no halo.Intrinsic named {name!r} has been declared; "
+                                  "declare it before loading a schedule that uses it")
+        return _declared[name]
+
+    def __repr__(self) -> str:
+        return f"Intrinsic({self.name!r}, shape={self.shape})"
+
+
+
