@@ -15,6 +15,8 @@ DOC = Path(__file__).parents[2] / "docs" / "schedule.md"
 EXAMPLE = re.compile(r"```python\n(?P<code>.*?)```(?P<gap>\n+)```text\n(?P<out>.*?)```",
                      re.S)
 SETUP = re.compile(r"```python setup\n(?P<code>.*?)```", re.S)
+# Schedules recorded and checked now but not lowered for the host (GPU bindings).
+RECORD = re.compile(r"```python record\n(?P<code>.*?)```", re.S)
 SCHEDULE_MARK = "# schedule:"
 
 
@@ -75,6 +77,22 @@ def test_every_schedule_method_is_documented():
                if not m.startswith("_") and callable(v)}
     missing = sorted(m for m in methods if f"### `{m}(" not in text)
     assert not missing, f"docs/schedule.md has no section for {missing}"
+
+
+def test_recorded_examples_are_accepted_and_refused_for_the_host():
+    """Each example of a record-only schedule runs, and lowering it for the host says
+    which target it needs instead of producing wrong loops."""
+    import halo
+    text = DOC.read_text()
+    setup = SETUP.search(text).group("code")
+    examples = list(RECORD.finditer(text))
+    assert len(examples) == 5
+    for m in examples:
+        names: dict = {}
+        exec(setup, names)  # noqa: S102 - the documentation's own code
+        exec(m.group("code"), names)  # noqa: S102
+        with pytest.raises(halo.ScheduleError, match="cuda|tensorize"):
+            names["out"].lower()
 
 
 @pytest.mark.parametrize("bad", ["out.split(x, xo, xi, 4)\n", "# schedule:\n"])
