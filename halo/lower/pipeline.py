@@ -14,6 +14,7 @@ from halo.ir.printer import stmt_to_str
 from halo.lang.environment import Environment
 from halo.lower.bounds_inference import RegionCheck, bounds_inference
 from halo.lower.context import LowerContext
+from halo.lower.partition_loops import partition_loops
 from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
 from halo.lower.storage_flattening import storage_flattening
@@ -34,6 +35,10 @@ PASSES = [
     ("simplify", _simplify),
     # Needs bounds-inference lets for the allocation sizes.
     ("storage_flattening", storage_flattening),
+    # After flattening: allocation sizes are fixed, so copying a loop with simpler
+    # guards can't change them. Before unrolling and vectorization, so a guard is hoisted
+    # once per loop rather than once per unrolled copy, and vector code is unmasked.
+    ("partition_loops", partition_loops),
     # After simplification so extents are constants; before the final simplify so the
     # copies fold.
     ("unroll_loops", unroll_loops),
