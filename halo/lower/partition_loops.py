@@ -75,7 +75,122 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
         everywhere = _holds_over(cond, loop)
         if everywhere is not None:
             return _branch(everywhere, _partition(fast, original), original)
+    if loop.kind is ForKind.SERIAL and not isinstance(loop.extent, n.Const):
+        return _partition_clamps(loop, original)
     return loop
+
+
+def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
+    """`loop` split around the range where each min/max whose varying side moves with
+    the loop variable (a shift_inwards split's `min(x * 8, e - 8)`, a boundary
+    condition's clamp) provably picks that side, in every iteration of the loops inside:
+
+        for x in range(n):                  for x in range(0, 1): (original body)
+          f[x] = g[max(x - 1, 0)]     ->    for x in range(1, n): f[x] = g[x - 1]
+    """
+    candidates = list(_clamps(loop.body, {}, {}, set()))
+    picks: dict[n.Expr, n.Expr] = {}
+    conditions = []
+
+    def picked(e: n.Expr) -> n.Expr:
+        return rewrite(e, lambda x: picks.get(x) if isinstance(x, (n.Min, n.Max)) else None)
+
+    # Sweeps, since a clamp of a clamp is linear only once the inner one is picked.
+    for _ in range(3):
+        for node, lets, scope, owned in candidates:
+            if node in picks:
+                continue
+            choice = _varying_side(node, lets, scope, owned, loop.name, picked)
+            if choice is None:
+                continue
+            side, cond = choice
+            if isinstance(cond, n.Const):
+                if cond.value:  # the same side in every iteration
+                    picks[node] = side
+                continue
+            if not _is_index_condition(cond) or any(
+                    _linear(simplify(_slack(c)), loop.name) in (None, (0, c)) or
+                    loop.name not in free_vars(c) for c in _conjuncts(cond)):
+                continue
+            picks[node] = side
+            conditions.append(cond)
+    if not conditions:
+        return loop
+    steady = _steady_range(_and_all(conditions), loop)
+    if steady is None:
+        return loop
+    start, end = steady
+    last = n.Add(loop.min, loop.extent)
+    fast_body = picked(loop.body)
+
+    def part(lo, hi, body):
+        return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
+    return block(part(loop.min, start, original.body),
+                 _partition(part(start, end, fast_body), part(start, end, original.body)),
+                 part(end, last, original.body))
+
+
+def _clamps(s: n.Stmt, lets: dict[str, n.Expr], scope: dict[str, Interval],
+            owned: set[str]):
+    """Every integer Min and Max in `s`, with the lets around it (substituted into one
+    another), the ranges of the loops inside `s` around it, and the names of those that
+    are serial of run-time extent (whose own partitioning handles what reads them)."""
+    match s:
+        case n.LetStmt(name=name, value=value, body=body):
+            yield from _clamps_in(value, lets, scope, owned)
+            yield from _clamps(body, {**lets, name: substitute(value, lets)}, scope, owned)
+            return
+        case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
+            # Not the loop's own bounds: what they clamp runs once per loop, not per
+            # iteration (and partitioning writes its bounds as clamps).
+            lo, extent = substitute(lo, lets), substitute(extent, lets)
+            inner = Interval(lo, simplify(n.Sub(n.Add(lo, extent), n.const(1))))
+            if kind is ForKind.SERIAL and not isinstance(extent, n.Const):
+                owned = {*owned, name}
+            yield from _clamps(body, lets, {**scope, name: inner}, owned)
+            return
+    for child in _fields(s):
+        if isinstance(child, n.Stmt):
+            yield from _clamps(child, lets, scope, owned)
+        elif isinstance(child, n.Expr):
+            yield from _clamps_in(child, lets, scope, owned)
+
+
+def _fields(s: n.Stmt):
+    for name in s.__dataclass_fields__:
+        value = getattr(s, name)
+        yield from value if isinstance(value, tuple) else (value,)
+
+
+def _clamps_in(e: n.Expr, lets, scope, owned):
+    for node in walk(e):
+        if isinstance(node, (n.Min, n.Max)) and not node.type.is_float \
+                and node.type.lanes == 1:
+            yield node, lets, scope, owned
+
+
+def _varying_side(node: n.Expr, lets, scope: dict[str, Interval], owned: set[str],
+                  name: str, picked) -> tuple[n.Expr, n.Expr] | None:
+    """(the side of `node` that reads loop `name` (the other side must not move with it
+    or the loops inside), the condition on `name` under which `node` is that side in
+    every iteration of the loops inside), or None."""
+    moving = {name, *scope}
+    a, b = (simplify(picked(substitute(picked(side), lets))) for side in (node.a, node.b))
+    if any(isinstance(x, (n.Load, n.Call)) for side in (a, b) for x in walk(side)):
+        return None
+    a_moves, b_moves = bool(free_vars(a) & moving), bool(free_vars(b) & moving)
+    # The loop whose variable the clamp reads is the one to split, not one around it.
+    if a_moves == b_moves or name not in free_vars(a if a_moves else b) \
+            or free_vars(a if a_moves else b) & owned:
+        return None
+    side, other = (picked(node.a), b) if a_moves else (picked(node.b), a)
+    moved = a if a_moves else b
+    # max(v, c) is v where c <= v; min(v, c) is v where v <= c.
+    cond = n.LE(other, moved) if isinstance(node, n.Max) else n.LE(moved, other)
+    low = bounds_of_expr(_slack(cond), scope).min
+    if low is None:
+        return None
+    return side, simplify(n.LE(n.const(0, low.type), low))
 
 
 def _branch(cond: n.Expr, fast: n.Stmt, original: n.Stmt) -> n.Stmt:

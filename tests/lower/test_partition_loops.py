@@ -21,7 +21,7 @@ def partitioned(f: halo.Func) -> n.Stmt:
 
 
 def guards_inside(stmt: n.Stmt, kind: ForKind) -> list[n.IfThenElse]:
-    """The IfThenElse nodes inside loops of `kind`."""
+    """The IfThenElse nodes inside loops of `kind` in `stmt`."""
     return [g for lp in nodes_of(stmt, n.For) if lp.kind is kind
             for g in nodes_of(lp.body, n.IfThenElse)]
 
@@ -36,7 +36,10 @@ def test_shift_inwards_guard_is_hoisted_out_of_every_loop():
     stmt = partitioned(f)
     top = nodes_of(stmt, n.IfThenElse)[0]
     assert isinstance(top.then_case, n.For) and top.then_case.name == "f.s0.y"
-    assert nodes_of(top.then_case, n.IfThenElse) == []
+    # The steady state (full vectors, not the last, shifted one) stores unguarded.
+    assert any(not guards_inside(lp, ForKind.VECTORIZED)
+               for lp in nodes_of(top.then_case, n.For) if lp.kind is ForKind.SERIAL
+               and lp.name == "f.s0.x.x")
     # The else branch is the original nest, guard included.
     assert len(nodes_of(top.else_case, n.IfThenElse)) == 1
     extent = {"f.min.0": 0, "f.min.1": 0, "f.extent.0": 3}
@@ -103,3 +106,38 @@ def test_partitioned_update_matches_the_reference(width):
     f.update(0).vectorize(x, 8)
     data = np.arange(width, dtype=np.float32)
     np.testing.assert_allclose(f.realize((width,), inputs={inp: data}), data * 3)
+
+
+def test_clamps_of_a_boundary_condition_leave_the_steady_state():
+    """repeat_edge clamps `x - 1` and `x + 1` into the input; the loop over vectors is
+    split so that its middle part reads the input at plain `x - 1` and `x + 1` (dense
+    loads once vectorized), with no min or max left in any index."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    clamped = halo.boundary.repeat_edge(inp)
+    f = halo.Func("f")
+    f[x] = clamped[x - 1] + clamped[x + 1]
+    f.vectorize(x, 8)
+    stmt = partitioned(f)
+
+    def clamp_free(lp: n.For) -> bool:
+        return not [m for ld in nodes_of(lp, n.Load) for m in nodes_of(ld.index, n.Min)
+                    + nodes_of(ld.index, n.Max)] and not nodes_of(lp, n.IfThenElse)
+    loops = [lp for lp in nodes_of(stmt, n.For) if lp.name == "f.s0.x.x"]
+    assert any(clamp_free(lp) for lp in loops)
+    assert not all(clamp_free(lp) for lp in loops)  # the edges keep their clamps
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 8, 9, 17, 33])
+def test_partitioned_clamps_match_the_reference(width):
+    """Prologue, steady state and epilogue of a clamped stencil cover every width."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    clamped = halo.boundary.repeat_edge(inp)
+    f = halo.Func("f")
+    f[x] = clamped[x - 1] + clamped[x] * 2.0 + clamped[x + 1]
+    f.vectorize(x, 8)
+    data = np.random.default_rng(width).random(width, dtype=np.float32)
+    padded = np.pad(data, 1, mode="edge")
+    np.testing.assert_allclose(f.realize((width,), inputs={inp: data}),
+                               halo.reference(f, (width,), inputs={inp: data}))
+    np.testing.assert_allclose(f.realize((width,), inputs={inp: data}),
+                               padded[:-2] + padded[1:-1] * 2 + padded[2:], rtol=1e-6)

@@ -3,7 +3,9 @@
 The docstring of `halo/ir/nodes.py` defines what each must compute; this module is where
 those semantics meet LLVM's:
 
-* integers wrap: arithmetic carries no `nsw`/`nuw` flags;
+* signed 32- and 64-bit `+ - *` carry `nsw`: they must not overflow (nodes.py), and the
+  flag lets LLVM widen 32-bit indices to 64 bits once per loop instead of sign-extending
+  every address (benchmarks/: blur); narrower and unsigned integers wrap, without flags;
 * integer `Div`/`Mod` round toward minus infinity and give 0 for a zero divisor, and a
   divisor that `sdiv`/`udiv` leave undefined (0, and -1 for signed MIN // -1) never
   reaches them;
@@ -41,19 +43,24 @@ def _require_integral(t: Type, operator: str) -> None:
         raise InternalError(f"{operator} is not defined on {t} operands")
 
 
+def _no_wrap(t: Type) -> tuple[str, ...]:
+    """`nsw` where overflow is excluded by halo's semantics (signed, 32 or 64 bits)."""
+    return ("nsw",) if t.is_int and t.bits >= 32 else ()
+
+
 def add(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
     _require_number(t, "Add")
-    return b.fadd(x, y) if t.is_float else b.add(x, y)
+    return b.fadd(x, y) if t.is_float else b.add(x, y, flags=_no_wrap(t))
 
 
 def sub(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
     _require_number(t, "Sub")
-    return b.fsub(x, y) if t.is_float else b.sub(x, y)
+    return b.fsub(x, y) if t.is_float else b.sub(x, y, flags=_no_wrap(t))
 
 
 def mul(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
     _require_number(t, "Mul")
-    return b.fmul(x, y) if t.is_float else b.mul(x, y)
+    return b.fmul(x, y) if t.is_float else b.mul(x, y, flags=_no_wrap(t))
 
 
 def div(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
