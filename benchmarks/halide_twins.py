@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import halide as hl
 import numpy as np
 
-from apps import conv_relu, harris, softmax, unsharp
+from apps import blur, conv_relu, harris, softmax, unsharp
 
 # The apps' helpers multiply by Python floats; Halide takes them as float32 (as halo
 # and NumPy do) but warns about the lost float64 precision each time.
@@ -67,8 +67,9 @@ def blur_algorithm() -> HalideApp:
     inp = hl.ImageParam(F32, 2, "inp")
     clamped = hl.BoundaryConditions.repeat_edge(inp)
     blur_x, blur_y = hl.Func("blur_x"), hl.Func("blur_y")
-    blur_x[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
-    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
+    third = float(blur.ONE_THIRD)
+    blur_x[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) * third
+    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) * third
     return HalideApp(blur_y, [inp], {"blur_x": blur_x, "blur_y": blur_y})
 
 

@@ -97,11 +97,14 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
 
     # Sweeps, since a clamp of a clamp is linear only once the inner one is picked.
     for _ in range(3):
+        rejected: set[n.Expr] = set()
+        picks_before = len(picks)
         for node, lets, scope, owned in candidates:
-            if node in picks:
+            if node in picks or node in rejected:
                 continue
             choice = _varying_side(node, lets, scope, owned, loop.name, picked)
             if choice is None:
+                rejected.add(node)
                 continue
             side, cond = choice
             if isinstance(cond, n.Const):
@@ -114,6 +117,8 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
                 continue
             picks[node] = side
             conditions.append(cond)
+        if len(picks) == picks_before:
+            break
     if not conditions:
         return loop
     steady = _steady_range(_and_all(conditions), loop)
@@ -131,14 +136,17 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
 
 
 def _clamps(s: n.Stmt, lets: dict[str, n.Expr], scope: dict[str, Interval],
-            owned: set[str]):
-    """Every integer Min and Max in `s`, with the lets around it (substituted into one
-    another), the ranges of the loops inside `s` around it, and the names of those that
-    are serial of run-time extent (whose own partitioning handles what reads them)."""
+            owned: set[str], vector: bool = False):
+    """Every integer Min and Max in vector code in `s` (`vector`: `s` is), with the lets
+    around it (substituted into one another), the ranges of the loops inside `s` around
+    it, and the names of those that are serial of run-time extent (whose own
+    partitioning handles what reads them)."""
     match s:
         case n.LetStmt(name=name, value=value, body=body):
-            yield from _clamps_in(value, lets, scope, owned)
-            yield from _clamps(body, {**lets, name: substitute(value, lets)}, scope, owned)
+            if vector:
+                yield from _clamps_in(value, lets, scope, owned)
+            yield from _clamps(body, {**lets, name: substitute(value, lets)}, scope, owned,
+                               vector)
             return
         case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
             # Not the loop's own bounds: what they clamp runs once per loop, not per
@@ -147,12 +155,15 @@ def _clamps(s: n.Stmt, lets: dict[str, n.Expr], scope: dict[str, Interval],
             inner = Interval(lo, simplify(n.Sub(n.Add(lo, extent), n.const(1))))
             if kind is ForKind.SERIAL and not isinstance(extent, n.Const):
                 owned = {*owned, name}
-            yield from _clamps(body, lets, {**scope, name: inner}, owned)
+            # Only clamps in vector code: there a clamp turns each dense access into a
+            # gather; in scalar code it is two cheap instructions, not worth a copy.
+            vector = vector or kind is ForKind.VECTORIZED
+            yield from _clamps(body, lets, {**scope, name: inner}, owned, vector)
             return
     for child in _fields(s):
         if isinstance(child, n.Stmt):
-            yield from _clamps(child, lets, scope, owned)
-        elif isinstance(child, n.Expr):
+            yield from _clamps(child, lets, scope, owned, vector)
+        elif isinstance(child, n.Expr) and vector:
             yield from _clamps_in(child, lets, scope, owned)
 
 
@@ -175,6 +186,9 @@ def _varying_side(node: n.Expr, lets, scope: dict[str, Interval], owned: set[str
     or the loops inside), the condition on `name` under which `node` is that side in
     every iteration of the loops inside), or None."""
     moving = {name, *scope}
+    raw = [substitute(side, lets) for side in (node.a, node.b)]
+    if sum(bool(free_vars(side) & moving) for side in raw) != 1:  # cheap test first
+        return None
     a, b = (simplify(picked(substitute(picked(side), lets))) for side in (node.a, node.b))
     if any(isinstance(x, (n.Load, n.Call)) for side in (a, b) for x in walk(side)):
         return None
@@ -187,7 +201,7 @@ def _varying_side(node: n.Expr, lets, scope: dict[str, Interval], owned: set[str
     moved = a if a_moves else b
     # max(v, c) is v where c <= v; min(v, c) is v where v <= c.
     cond = n.LE(other, moved) if isinstance(node, n.Max) else n.LE(moved, other)
-    low = bounds_of_expr(_slack(cond), scope).min
+    low = _exact_low(simplify(_slack(cond)), scope)
     if low is None:
         return None
     return side, simplify(n.LE(n.const(0, low.type), low))
@@ -251,12 +265,12 @@ def _slack(c: n.Expr) -> n.Expr:
 
 def _holds_over(cond: n.Expr, loop: n.For) -> n.Expr | None:
     """A condition free of the loop variable under which `cond` holds for every value of
-    it, or None if interval arithmetic can't give one."""
+    it, or None if interval arithmetic can't give an exact one."""
     scope = {loop.name: Interval(loop.min, simplify(n.Sub(n.Add(loop.min, loop.extent),
                                                           n.const(1))))}
     parts = []
     for c in _conjuncts(cond):
-        low = bounds_of_expr(_slack(c), scope).min
+        low = _exact_low(simplify(_slack(c)), scope)
         if low is None:
             return None
         parts.append(n.LE(n.const(0, low.type), low))
@@ -264,6 +278,20 @@ def _holds_over(cond: n.Expr, loop: n.For) -> n.Expr | None:
     if isinstance(everywhere, n.Const) and not everywhere.value:
         return None
     return everywhere
+
+
+def _exact_low(e: n.Expr, scope: dict[str, Interval]) -> n.Expr | None:
+    """The least value of `e` over `scope`, when interval arithmetic gives it exactly:
+    each variable of `scope` occurs at most once in `e` (halo's integer operators are
+    monotonic in each operand, up to sign, so one occurrence loses nothing; two lose the
+    correlation, and a loose bound would make a branch that is never taken)."""
+    counts: dict[str, int] = {}
+    for node in walk(e):
+        if isinstance(node, n.Var) and node.name in scope:
+            counts[node.name] = counts.get(node.name, 0) + 1
+    if any(count > 1 for count in counts.values()):
+        return None
+    return bounds_of_expr(e, scope).min
 
 
 def _and_all(parts: list[n.Expr]) -> n.Expr:
