@@ -75,7 +75,10 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
         everywhere = _holds_over(cond, loop)
         if everywhere is not None:
             return _branch(everywhere, _partition(fast, original), original)
-    if loop.kind is ForKind.SERIAL and not isinstance(loop.extent, n.Const):
+    # Not a loop around producers computed per iteration (a tile loop): copying those
+    # multiplies code for a clamp or two per tile.
+    if loop.kind is ForKind.SERIAL and not isinstance(loop.extent, n.Const) \
+            and not any(isinstance(s, n.Allocate) for s in walk(loop.body)):
         return _partition_clamps(loop, original)
     return loop
 
