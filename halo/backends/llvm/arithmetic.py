@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
-from halo.backends.llvm import vectors
+from halo.backends.llvm import vector_math, vectors
 from halo.backends.llvm.llvm_types import declare_intrinsic, value_type
 from halo.errors import InternalError
 from halo.ir.types import Type, float32
@@ -250,6 +250,10 @@ def math_call(b: ir.IRBuilder, name: str, t: Type, args: Sequence[ir.Value]) -> 
         return _integer_abs(b, t, args[0])
     if not t.is_float:
         raise InternalError(f"math function {name!r} takes floats, got {t}")
+    if t.lanes > 1:
+        vectorized = vector_math.vector_call(b, name, t, args[0])
+        if vectorized is not None:
+            return vectorized
     if name in _FLOAT_INTRINSICS:
         function = _intrinsic(b, _FLOAT_INTRINSICS[name], args[0].type, len(args))
         return b.call(function, list(args))
