@@ -8,6 +8,11 @@ import numpy as np
 
 import halo
 
+# The average multiplies by the float32 nearest 1/3 rather than dividing by 3: Halide
+# compiles `e / 3.0f` into that multiplication, halo keeps IEEE division (exact as NumPy),
+# so the algorithm says which one it means, and both twins compute the same thing.
+ONE_THIRD = np.float32(1 / 3)
+
 
 def algorithm():
     """Returns (input, output, {name: Func}) for a 3x3 blur with edges repeated."""
@@ -15,8 +20,8 @@ def algorithm():
     inp = halo.ImageParam(halo.float32, 2, "inp")
     clamped = halo.boundary.repeat_edge(inp)
     blur_x, blur_y = halo.Func("blur_x"), halo.Func("blur_y")
-    blur_x[y, x] = (clamped[y, x - 1] + clamped[y, x] + clamped[y, x + 1]) / 3
-    blur_y[y, x] = (blur_x[y - 1, x] + blur_x[y, x] + blur_x[y + 1, x]) / 3
+    blur_x[y, x] = (clamped[y, x - 1] + clamped[y, x] + clamped[y, x + 1]) * ONE_THIRD
+    blur_y[y, x] = (blur_x[y - 1, x] + blur_x[y, x] + blur_x[y + 1, x]) * ONE_THIRD
     return inp, blur_y, {"blur_x": blur_x, "blur_y": blur_y, "clamped": clamped}
 
 
@@ -30,8 +35,8 @@ def schedule(funcs) -> None:
 
 def numpy_blur(image: np.ndarray) -> np.ndarray:
     p = np.pad(image, 1, mode="edge")
-    bx = (p[:, :-2] + p[:, 1:-1] + p[:, 2:]) / np.float32(3)
-    return (bx[:-2] + bx[1:-1] + bx[2:]) / np.float32(3)
+    bx = (p[:, :-2] + p[:, 1:-1] + p[:, 2:]) * ONE_THIRD
+    return (bx[:-2] + bx[1:-1] + bx[2:]) * ONE_THIRD
 
 
 def main(shape=(4800, 6400), repeats: int = 5) -> dict:

@@ -21,14 +21,11 @@ the NCHW layout (where x, not the channel, is contiguous):
   sizes shift the last block inwards.
 - The 16 blocks of output channels run in parallel.
 
-Two details work around halo today. conv's loops are split again by the block size
+One detail works around halo today. conv's loops are split again by the block size
 (`vectorize(x, 8)` where Halide would write `vectorize(x)`): inside a shift_inwards tile,
 halo's extents stay symbolic (it also handles outputs smaller than a tile), so a Func
 computed per tile has no constant extent to vectorize or unroll; the extra outer loops
-run once. And the bias and weights are read through `repeat_edge`, the weights copied
-once at root so that the clamps stay out of the inner loop: halo's check of the input
-regions over-approximates the reads of a Func computed per tile and split again, and
-rejects the plain `bias[co]` and `weights[co, ...]` as out of bounds.
+run once.
 """
 from __future__ import annotations
 
@@ -46,19 +43,15 @@ def algorithm():
     weights = halo.ImageParam(halo.float32, 4, "weights")  # [co, ci, ky, kx]
     bias = halo.ImageParam(halo.float32, 1, "bias")        # [co]
     padded = halo.boundary.constant_exterior(image, 0.0)
-    # Every read of the bias and the weights is in range; the clamps only work around a
-    # halo bug (see the module docstring).
-    bias_clamped = halo.boundary.repeat_edge(bias)
-    weights_clamped = halo.boundary.repeat_edge(weights)
     r = halo.RDom((0, image.shape[1]), (0, 3), (0, 3), name="r")  # ci, ky, kx
     conv = halo.Func("conv")
-    conv[n, co, y, x] = bias_clamped[co]
-    conv[n, co, y, x] += weights_clamped[co, r.x, r.y, r.z] * \
+    conv[n, co, y, x] = bias[co]
+    conv[n, co, y, x] += weights[co, r.x, r.y, r.z] * \
         padded[n, r.x, y + r.y - 1, x + r.z - 1]
     relu = halo.Func("relu")
     relu[n, co, y, x] = halo.max(conv[n, co, y, x], 0.0)
     return image, weights, bias, relu, {"relu": relu, "conv": conv, "padded": padded,
-                                        "weights": weights_clamped, "r": r}
+                                        "r": r}
 
 
 def schedule(funcs) -> None:
@@ -72,7 +65,6 @@ def schedule(funcs) -> None:
     conv.update(0).reorder(n, r.x, r.y, r.z, co, y, x).vectorize(x, VECTOR) \
         .unroll(y, ROW_BLOCK).unroll(co, CHANNEL_BLOCK)
     padded.compute_root().parallel(padded.args[1]).vectorize(padded.args[3], VECTOR)
-    funcs["weights"].compute_root()
 
 
 def numpy_conv_relu(image: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:

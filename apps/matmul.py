@@ -29,10 +29,9 @@ def schedule(funcs) -> None:
     in SIMD vectors.
 
     The vectorized loop of the update is split by 8 with a guard (an update can't
-    recompute points), which makes halo several times slower today: the guard stays
-    inside the loop (no loop partitioning yet) and LLVM no longer vectorizes the loop by
-    itself. Leaving the row unsplit, to LLVM's auto-vectorizer, is faster for now; this
-    schedule says what it means, and benchmarks/ shows the gap until halo closes it.
+    recompute points); partition_loops gives it a guard-free steady state and a masked
+    last vector. This is not yet a register-blocked schedule (see benchmarks/ for how far
+    it is from BLAS).
     """
     i, j = halo.vars("i j")
     C, k = funcs["C"], funcs["k"]

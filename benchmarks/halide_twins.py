@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import halide as hl
 import numpy as np
 
-from apps import conv_relu, harris, histogram, softmax, unsharp
+from apps import blur, conv_relu, harris, histogram, softmax, unsharp
 
 # The apps' helpers multiply by Python floats; Halide takes them as float32 (as halo
 # and NumPy do) but warns about the lost float64 precision each time.
@@ -67,8 +67,9 @@ def blur_algorithm() -> HalideApp:
     inp = hl.ImageParam(F32, 2, "inp")
     clamped = hl.BoundaryConditions.repeat_edge(inp)
     blur_x, blur_y = hl.Func("blur_x"), hl.Func("blur_y")
-    blur_x[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) / 3
-    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) / 3
+    third = float(blur.ONE_THIRD)
+    blur_x[x, y] = (clamped[x - 1, y] + clamped[x, y] + clamped[x + 1, y]) * third
+    blur_y[x, y] = (blur_x[x, y - 1] + blur_x[x, y] + blur_x[x, y + 1]) * third
     return HalideApp(blur_y, [inp], {"blur_x": blur_x, "blur_y": blur_y})
 
 
@@ -111,20 +112,16 @@ def conv_relu_algorithm() -> HalideApp:
     weights = hl.ImageParam(F32, 4, "weights")  # [kx, ky, ci, co]
     bias = hl.ImageParam(F32, 1, "bias")
     padded = hl.BoundaryConditions.constant_exterior(image, 0.0)
-    # Clamped as in the halo app, where the clamps work around a halo bug.
-    bias_clamped = hl.BoundaryConditions.repeat_edge(bias)
-    weights_clamped = hl.BoundaryConditions.repeat_edge(weights)
     r = hl.RDom([(0, 3), (0, 3), (0, image.dim(2).extent())], "r")  # kx, ky, ci
     kx, ky, ci = r.x, r.y, r.z
     conv = hl.Func("conv")
-    conv[x, y, co, n] = bias_clamped[co]
-    conv[x, y, co, n] += weights_clamped[kx, ky, ci, co] * \
+    conv[x, y, co, n] = bias[co]
+    conv[x, y, co, n] += weights[kx, ky, ci, co] * \
         padded[x + kx - 1, y + ky - 1, ci, n]
     relu = hl.Func("relu")
     relu[x, y, co, n] = hl.max(conv[x, y, co, n], 0.0)
     return HalideApp(relu, [image, weights, bias],
-                     {"relu": relu, "conv": conv, "padded": padded,
-                      "weights": weights_clamped, "r": r})
+                     {"relu": relu, "conv": conv, "padded": padded, "r": r})
 
 
 def conv_relu_schedule(app: HalideApp) -> None:
@@ -135,7 +132,6 @@ def conv_relu_schedule(app: HalideApp) -> None:
     #       conv.update(0).reorder(n, r.x, r.y, r.z, co, y, x)   # n, ci, ky, kx, ...
     #           .vectorize(x, 8).unroll(y, 2).unroll(co, 4)
     #       padded.compute_root().parallel(ci).vectorize(x, 8)
-    #       weights.compute_root()
     n, co, y, x, coo, coi, yo, yi, xo, xi = named_vars("n co y x coo coi yo yi xo xi")
     relu, conv, padded, r = (app.funcs[k] for k in ("relu", "conv", "padded", "r"))
     channels, rows, vector = (conv_relu.CHANNEL_BLOCK, conv_relu.ROW_BLOCK,
@@ -149,7 +145,6 @@ def conv_relu_schedule(app: HalideApp) -> None:
         .unroll(y, rows, GUARD).unroll(co, channels, GUARD)
     px, _, pci, _ = padded.args()
     padded.compute_root().parallel(pci).vectorize(px, vector, SHIFT)
-    app.funcs["weights"].compute_root()
 
 
 # ---------------------------------------------------------------------------- unsharp

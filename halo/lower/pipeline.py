@@ -15,6 +15,7 @@ from halo.lang.environment import Environment
 from halo.lower.bounds_inference import RegionCheck, bounds_inference
 from halo.lower.context import LowerContext
 from halo.lower.count_stores import count_stores, store_count_names
+from halo.lower.partition_loops import partition_loops
 from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
 from halo.lower.sliding_window import sliding_window
@@ -46,6 +47,10 @@ PASSES = [
     # Counts flat Stores, and serializes loops before unrolling and vectorization see
     # them; after every pass that decides what is computed (sliding_window).
     ("count_stores", count_stores),
+    # After flattening: allocation sizes are fixed, so copying a loop with simpler
+    # guards can't change them. Before unrolling and vectorization, so a guard is hoisted
+    # once per loop rather than once per unrolled copy, and vector code is unmasked.
+    ("partition_loops", partition_loops),
     # After simplification so extents are constants; before the final simplify so the
     # copies fold.
     ("unroll_loops", unroll_loops),

@@ -23,16 +23,17 @@ def context_of(outputs: halo.Func | Sequence[halo.Func]) -> LowerContext:
     return ctx
 
 
-def lower_until(outputs: halo.Func | Sequence[halo.Func], last: str) -> tuple[n.Stmt,
-                                                                               LowerContext]:
+def lower_until(outputs: halo.Func | Sequence[halo.Func], last: str,
+                skip: Sequence[str] = ()) -> tuple[n.Stmt, LowerContext]:
     """The IR after the passes of `PASSES`, in order, up to and including the first pass
-    named `last`, and the context they shared."""
+    named `last` (leaving out those named in `skip`), and the context they shared."""
     names = [name for name, _ in PASSES]
     assert last in names, f"no pass named {last!r} in {names}"
     ctx = context_of(outputs)
     stmt: n.Stmt | None = None
     for name, run in PASSES:
-        stmt = run(stmt, ctx)
+        if name not in skip:
+            stmt = run(stmt, ctx)
         if name == last:
             break
     assert stmt is not None

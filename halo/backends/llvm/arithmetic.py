@@ -3,7 +3,9 @@
 The docstring of `halo/ir/nodes.py` defines what each must compute; this module is where
 those semantics meet LLVM's:
 
-* integers wrap: arithmetic carries no `nsw`/`nuw` flags;
+* signed 32- and 64-bit `+ - *` carry `nsw`: they must not overflow (nodes.py), and the
+  flag lets LLVM widen 32-bit indices to 64 bits once per loop instead of sign-extending
+  every address (benchmarks/: blur); narrower and unsigned integers wrap, without flags;
 * integer `Div`/`Mod` round toward minus infinity and give 0 for a zero divisor, and a
   divisor that `sdiv`/`udiv` leave undefined (0, and -1 for signed MIN // -1) never
   reaches them;
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
-from halo.backends.llvm import vectors
+from halo.backends.llvm import vector_math, vectors
 from halo.backends.llvm.llvm_types import declare_intrinsic, value_type
 from halo.errors import InternalError
 from halo.ir.types import Type, float32
@@ -41,19 +43,24 @@ def _require_integral(t: Type, operator: str) -> None:
         raise InternalError(f"{operator} is not defined on {t} operands")
 
 
+def _no_wrap(t: Type) -> tuple[str, ...]:
+    """`nsw` where overflow is excluded by halo's semantics (signed, 32 or 64 bits)."""
+    return ("nsw",) if t.is_int and t.bits >= 32 else ()
+
+
 def add(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
     _require_number(t, "Add")
-    return b.fadd(x, y) if t.is_float else b.add(x, y)
+    return b.fadd(x, y) if t.is_float else b.add(x, y, flags=_no_wrap(t))
 
 
 def sub(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
     _require_number(t, "Sub")
-    return b.fsub(x, y) if t.is_float else b.sub(x, y)
+    return b.fsub(x, y) if t.is_float else b.sub(x, y, flags=_no_wrap(t))
 
 
 def mul(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
     _require_number(t, "Mul")
-    return b.fmul(x, y) if t.is_float else b.mul(x, y)
+    return b.fmul(x, y) if t.is_float else b.mul(x, y, flags=_no_wrap(t))
 
 
 def div(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
@@ -243,6 +250,10 @@ def math_call(b: ir.IRBuilder, name: str, t: Type, args: Sequence[ir.Value]) -> 
         return _integer_abs(b, t, args[0])
     if not t.is_float:
         raise InternalError(f"math function {name!r} takes floats, got {t}")
+    if t.lanes > 1:
+        vectorized = vector_math.vector_call(b, name, t, args[0])
+        if vectorized is not None:
+            return vectorized
     if name in _FLOAT_INTRINSICS:
         function = _intrinsic(b, _FLOAT_INTRINSICS[name], args[0].type, len(args))
         return b.call(function, list(args))

@@ -258,15 +258,33 @@ class _FunctionEmitter:
 
     def _emit_task(self, task: ir.Function, closure: parallel.Closure, loop: n.For,
                    t: Type) -> None:
-        """The code of `task`: unpack `closure`, then run this thread's chunk of `loop`."""
+        """The code of `task`: unpack `closure`, then run this thread's chunk of `loop`.
+
+        The chunk runs in a function of its own, inlined into the task, whose buffer
+        parameters are `noalias` like the kernel's: pointers loaded from the closure say
+        nothing about aliasing, and without it LLVM reloads what a store might have
+        changed (a broadcast `A[i, k]` in matmul's inner loop, benchmarks/: matmul)."""
         emitter = _FunctionEmitter(task, self._num_threads)
         start, extent, scalars, buffers = closure.unpack(emitter._entry, task.args[0])
-        emitter._scalars = {name: _Binding(self._scalars[name].type, value)
-                            for name, value in scalars.items()}
-        emitter._buffers = {name: _Binding(self._buffers[name].type, value)
-                            for name, value in buffers.items()}
         first, count = parallel.this_threads_chunk(emitter._builder, extent)
-        emitter._counted_loop(loop, t, emitter._builder.add(start, first), count)
+        values = [*scalars.values(), *buffers.values()]
+        chunk = ir.Function(task.module, ir.FunctionType(
+            ir.VoidType(), [start.type, count.type, *(v.type for v in values)]),
+            task.module.get_unique_name(f"{task.name}.chunk"))
+        chunk.linkage = "internal"
+        chunk.attributes.add("alwaysinline")
+        chunk_emitter = _FunctionEmitter(chunk, self._num_threads)
+        parameters = iter(chunk.args[2:])
+        chunk_emitter._scalars = {name: _Binding(self._scalars[name].type, next(parameters))
+                                  for name in scalars}
+        chunk_emitter._buffers = {}
+        for name in buffers:
+            parameter = next(parameters)
+            parameter.add_attribute("noalias")
+            chunk_emitter._buffers[name] = _Binding(self._buffers[name].type, parameter)
+        chunk_emitter._counted_loop(loop, t, chunk.args[0], chunk.args[1])
+        chunk_emitter._finish()
+        emitter._builder.call(chunk, [emitter._builder.add(start, first), count, *values])
         emitter._finish()
 
     def _stmt_Store(self, s: n.Store) -> None:

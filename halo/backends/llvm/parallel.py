@@ -30,8 +30,11 @@ The schedule is static: of the team's `threads = omp_get_num_threads()` threads,
 remaining threads get empty chunks. Nested parallel loops work: with nesting off (libgomp's
 default) a region met inside another runs on a team of one, whose chunk is the whole loop.
 
-Allocations in the body belong to the task: a stack allocation is an `alloca` in the task's
-entry block, so one per thread; a heap allocation is a malloc and free per iteration.
+The task runs its chunk through a function of its own, always inlined, whose buffer
+parameters are `noalias` like the kernel's (pointers loaded from the closure would tell
+LLVM nothing about aliasing). Allocations in the body belong to the task: a stack
+allocation is an `alloca` in that function's entry block, so one per thread; a heap
+allocation is a malloc and free per iteration.
 
 libgomp doesn't survive `fork`: a child forked after a parallel loop ran waits forever in
 its own first parallel loop. Processes that run kernels in children should start them with

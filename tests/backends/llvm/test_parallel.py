@@ -181,16 +181,17 @@ def test_closure_captures_only_what_the_body_uses():
 
 
 def test_stack_allocation_in_parallel_body_is_one_per_thread():
-    """A stack allocation in a parallel body is an alloca in the task's entry block, which
-    each thread runs once."""
+    """A stack allocation in a parallel body is an alloca in the entry block of the task's
+    chunk function (always inlined into the task), which each thread runs once."""
     body = loop("i", n, Allocate("tmp", int32, const(4), Block((
         Store("tmp", const(0), i), Store("out", i, Load(int32, "tmp", const(0))))),
         scope="stack"))
     module = str(generate_module("scratch", body, [buffer("out", int32), scalar("n", int32)],
                                  num_threads=2))
-    task = module[module.index('define internal void @"scratch.i.task"'):]
-    task_entry = task[task.index("entry:"):task.index("body:")]
-    assert '%"tmp" = alloca i32, i64 4' in task_entry
+    chunk = module[module.index('define internal void @"scratch.i.task.chunk"'):]
+    assert "alwaysinline" in chunk[:chunk.index("{")]
+    chunk_entry = chunk[chunk.index("entry:"):chunk.index("body:")]
+    assert '%"tmp" = alloca i32, i64 4' in chunk_entry
 
 
 def test_missing_libgomp_is_reported_at_compile_time(monkeypatch):
@@ -220,3 +221,14 @@ def test_bad_halo_num_threads_is_reported(monkeypatch, setting):
     monkeypatch.setenv("HALO_NUM_THREADS", setting)
     with pytest.raises(HaloError, match="HALO_NUM_THREADS"):
         parallel.default_num_threads()
+
+
+def test_chunk_function_takes_its_buffers_noalias():
+    """The task's chunk function takes each buffer as a `noalias` pointer, as the kernel
+    does, so a parallel body keeps the kernel's aliasing facts."""
+    body = loop("i", n, Store("out", i, Load(int32, "inp", i)))
+    module = str(generate_module("copy", body, [buffer("inp", int32), buffer("out", int32),
+                                                scalar("n", int32)], num_threads=2))
+    header = module[module.index('define internal void @"copy.i.task.chunk"'):]
+    header = header[:header.index("{")]
+    assert header.count("ptr noalias") == 2

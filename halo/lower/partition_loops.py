@@ -1,0 +1,349 @@
+"""Loop partitioning: guard-free steady-state copies of loops, with the guards hoisted out.
+
+Input: flattened IR (allocation sizes fixed, so duplicating a loop can't change them),
+before unrolling and vectorization. Tail guards (`if lo <= x`, `if x < end`) sit inside
+the innermost loops, where they would become masked vector accesses.
+Output: the same meaning, with every guard that provably holds over a whole loop's range
+under a condition on the enclosing scope hoisted into a branch around a guard-free copy:
+
+    for x in vectorized(8):             if 0 <= min(xo * 8, e - 8):
+      v = lo + x + min(xo * 8, e - 8)      for x in vectorized(8):
+      if lo <= v:                 ->         f[lo + x + min(xo * 8, e - 8)] = ...
+        f[v] = ...                        else:
+                                            (the original loop)
+
+and, where the guard's truth depends linearly on the variable of a serial loop of run-time
+extent, that loop split into a guarded prologue, a guard-free steady state and a guarded epilogue:
+
+    for j in range(n):                  for j in range(0, s): (guarded body)
+      if j * 8 + 7 < e: (fast)    ->    for j in range(s, t): (fast)
+      else: (guarded)                   for j in range(t, n): (guarded body)
+
+A guard is an IfThenElse reached from the loop body through lets, blocks, allocations
+and produce/consume nodes; its condition
+is a conjunction of integer comparisons without loads. Only the fast copies are processed
+further, so each guard adds one copy of a loop nest, not a product of them. Parallel,
+vectorized and unrolled loops are only unswitched (their extents stay as scheduled).
+"""
+from __future__ import annotations
+
+from halo.analysis.interval import Interval, bounds_of_expr
+from halo.analysis.simplify import simplify
+from halo.ir import nodes as n
+from halo.ir.nodes import ForKind, block
+from halo.ir.substitute import free_vars, substitute
+from halo.ir.visitor import IRMutator, rewrite, walk
+from halo.lower.context import LowerContext
+
+_COMPARISONS = (n.LT, n.LE)
+
+
+def partition_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    return _Partition().mutate(stmt)
+
+
+class _Partition(IRMutator):
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        return _partition(self.mutate_children(loop), loop)
+
+
+def _partition(loop: n.For, original: n.For) -> n.Stmt:
+    """`loop` with its hoistable guards hoisted; `original`, the same loop before any
+    guard was hoisted from it, is what runs where a guard may fail. Branches around
+    copies of `original` merge, so the nest keeps one fast and one original copy."""
+    for guard, lets in _guards(loop.body, {}):
+        cond = simplify(substitute(guard.condition, lets))
+        if not _is_index_condition(cond):
+            continue
+        fast = n.For(loop.name, loop.min, loop.extent, loop.kind,
+                     _replace(loop.body, guard, guard.then_case))
+        if loop.name not in free_vars(cond):
+            return _branch(cond, _partition(fast, original), original)
+        # A loop of run-time extent is where a tail lies (its last iterations); a loop
+        # of constant extent is a tile's inside, whose guard holds for whole tiles.
+        if loop.kind is ForKind.SERIAL and not isinstance(loop.extent, n.Const):
+            steady = _steady_range(cond, loop)
+            if steady is not None:
+                start, end = steady
+                last = n.Add(loop.min, loop.extent)
+                def part(lo, hi, body):
+                    return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
+                return block(part(loop.min, start, original.body),
+                             _partition(part(start, end, fast.body),
+                                        part(start, end, original.body)),
+                             part(end, last, original.body))
+        everywhere = _holds_over(cond, loop)
+        if everywhere is not None:
+            return _branch(everywhere, _partition(fast, original), original)
+    # Not a loop around producers computed per iteration (a tile loop): copying those
+    # multiplies code for a clamp or two per tile.
+    if loop.kind is ForKind.SERIAL and not isinstance(loop.extent, n.Const) \
+            and not any(isinstance(s, n.Allocate) for s in walk(loop.body)):
+        return _partition_clamps(loop, original)
+    return loop
+
+
+def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
+    """`loop` split around the range where each min/max whose varying side moves with
+    the loop variable (a shift_inwards split's `min(x * 8, e - 8)`, a boundary
+    condition's clamp) provably picks that side, in every iteration of the loops inside:
+
+        for x in range(n):                  for x in range(0, 1): (original body)
+          f[x] = g[max(x - 1, 0)]     ->    for x in range(1, n): f[x] = g[x - 1]
+    """
+    candidates = list(_clamps(loop.body, {}, {}, set()))
+    picks: dict[n.Expr, n.Expr] = {}
+    conditions = []
+
+    def picked(e: n.Expr) -> n.Expr:
+        return rewrite(e, lambda x: picks.get(x) if isinstance(x, (n.Min, n.Max)) else None)
+
+    # Sweeps, since a clamp of a clamp is linear only once the inner one is picked.
+    for _ in range(3):
+        rejected: set[n.Expr] = set()
+        picks_before = len(picks)
+        for node, lets, scope, owned in candidates:
+            if node in picks or node in rejected:
+                continue
+            choice = _varying_side(node, lets, scope, owned, loop.name, picked)
+            if choice is None:
+                rejected.add(node)
+                continue
+            side, cond = choice
+            if isinstance(cond, n.Const):
+                if cond.value:  # the same side in every iteration
+                    picks[node] = side
+                continue
+            if not _is_index_condition(cond) or any(
+                    _linear(simplify(_slack(c)), loop.name) in (None, (0, c)) or
+                    loop.name not in free_vars(c) for c in _conjuncts(cond)):
+                continue
+            picks[node] = side
+            conditions.append(cond)
+        if len(picks) == picks_before:
+            break
+    if not conditions:
+        return loop
+    steady = _steady_range(_and_all(conditions), loop)
+    if steady is None:
+        return loop
+    start, end = steady
+    last = n.Add(loop.min, loop.extent)
+    fast_body = picked(loop.body)
+
+    def part(lo, hi, body):
+        return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
+    return block(part(loop.min, start, original.body),
+                 _partition(part(start, end, fast_body), part(start, end, original.body)),
+                 part(end, last, original.body))
+
+
+def _clamps(s: n.Stmt, lets: dict[str, n.Expr], scope: dict[str, Interval],
+            owned: set[str], vector: bool = False):
+    """Every integer Min and Max in vector code in `s` (`vector`: `s` is), with the lets
+    around it (substituted into one another), the ranges of the loops inside `s` around
+    it, and the names of those that are serial of run-time extent (whose own
+    partitioning handles what reads them)."""
+    match s:
+        case n.LetStmt(name=name, value=value, body=body):
+            if vector:
+                yield from _clamps_in(value, lets, scope, owned)
+            yield from _clamps(body, {**lets, name: substitute(value, lets)}, scope, owned,
+                               vector)
+            return
+        case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
+            # Not the loop's own bounds: what they clamp runs once per loop, not per
+            # iteration (and partitioning writes its bounds as clamps).
+            lo, extent = substitute(lo, lets), substitute(extent, lets)
+            inner = Interval(lo, simplify(n.Sub(n.Add(lo, extent), n.const(1))))
+            if kind is ForKind.SERIAL and not isinstance(extent, n.Const):
+                owned = {*owned, name}
+            # Only clamps in vector code: there a clamp turns each dense access into a
+            # gather; in scalar code it is two cheap instructions, not worth a copy.
+            vector = vector or kind is ForKind.VECTORIZED
+            yield from _clamps(body, lets, {**scope, name: inner}, owned, vector)
+            return
+    for child in _fields(s):
+        if isinstance(child, n.Stmt):
+            yield from _clamps(child, lets, scope, owned, vector)
+        elif isinstance(child, n.Expr) and vector:
+            yield from _clamps_in(child, lets, scope, owned)
+
+
+def _fields(s: n.Stmt):
+    for name in s.__dataclass_fields__:
+        value = getattr(s, name)
+        yield from value if isinstance(value, tuple) else (value,)
+
+
+def _clamps_in(e: n.Expr, lets, scope, owned):
+    for node in walk(e):
+        if isinstance(node, (n.Min, n.Max)) and not node.type.is_float \
+                and node.type.lanes == 1:
+            yield node, lets, scope, owned
+
+
+def _varying_side(node: n.Expr, lets, scope: dict[str, Interval], owned: set[str],
+                  name: str, picked) -> tuple[n.Expr, n.Expr] | None:
+    """(the side of `node` that reads loop `name` (the other side must not move with it
+    or the loops inside), the condition on `name` under which `node` is that side in
+    every iteration of the loops inside), or None."""
+    moving = {name, *scope}
+    raw = [substitute(side, lets) for side in (node.a, node.b)]
+    if sum(bool(free_vars(side) & moving) for side in raw) != 1:  # cheap test first
+        return None
+    a, b = (simplify(picked(substitute(picked(side), lets))) for side in (node.a, node.b))
+    if any(isinstance(x, (n.Load, n.Call)) for side in (a, b) for x in walk(side)):
+        return None
+    a_moves, b_moves = bool(free_vars(a) & moving), bool(free_vars(b) & moving)
+    # The loop whose variable the clamp reads is the one to split, not one around it.
+    if a_moves == b_moves or name not in free_vars(a if a_moves else b) \
+            or free_vars(a if a_moves else b) & owned:
+        return None
+    side, other = (picked(node.a), b) if a_moves else (picked(node.b), a)
+    moved = a if a_moves else b
+    # max(v, c) is v where c <= v; min(v, c) is v where v <= c.
+    cond = n.LE(other, moved) if isinstance(node, n.Max) else n.LE(moved, other)
+    low = _exact_low(simplify(_slack(cond)), scope)
+    if low is None:
+        return None
+    return side, simplify(n.LE(n.const(0, low.type), low))
+
+
+def _branch(cond: n.Expr, fast: n.Stmt, original: n.Stmt) -> n.Stmt:
+    """`if cond: fast else: original`, merged with a branch `fast` already makes to the
+    same `original`."""
+    if isinstance(fast, n.IfThenElse) and fast.else_case is original:
+        return n.IfThenElse(n.And(cond, fast.condition), fast.then_case, original)
+    return n.IfThenElse(cond, fast, original)
+
+
+def _guards(s: n.Stmt, lets: dict[str, n.Expr]):
+    """The IfThenElse nodes reachable from `s` through lets, blocks, allocations and
+    produce/consume nodes, each with the
+    values of the lets around it (substituted into one another)."""
+    match s:
+        case n.IfThenElse():
+            yield s, lets
+        case n.LetStmt(name=name, value=value, body=body):
+            yield from _guards(body, {**lets, name: substitute(value, lets)})
+        case n.Block(stmts=stmts):
+            for child in stmts:
+                yield from _guards(child, lets)
+        case n.Allocate(body=body):
+            yield from _guards(body, lets)
+        case n.ProducerConsumer(produce=produce, consume=consume):
+            yield from _guards(produce, lets)
+            yield from _guards(consume, lets)
+
+
+def _replace(s: n.Stmt, old: n.Stmt, new: n.Stmt) -> n.Stmt:
+    """`s` with the node `old` (by identity) replaced by `new`."""
+    return rewrite(s, lambda node: new if node is old else None)
+
+
+def _is_index_condition(cond: n.Expr) -> bool:
+    """A conjunction of integer comparisons that reads no memory."""
+    if any(isinstance(e, (n.Load, n.Call)) for e in walk(cond)):
+        return False
+    return all(isinstance(c, _COMPARISONS) and not c.a.type.is_float
+               for c in _conjuncts(cond))
+
+
+def _conjuncts(cond: n.Expr) -> list[n.Expr]:
+    if isinstance(cond, n.And):
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _slack(c: n.Expr) -> n.Expr:
+    """For an integer comparison, an expression that is >= 0 exactly when it holds."""
+    match c:
+        case n.LE(a=a, b=b):
+            return n.Sub(b, a)
+        case n.LT(a=a, b=b):
+            return n.Sub(n.Sub(b, a), n.const(1, a.type))
+    raise AssertionError(c)
+
+
+def _holds_over(cond: n.Expr, loop: n.For) -> n.Expr | None:
+    """A condition free of the loop variable under which `cond` holds for every value of
+    it, or None if interval arithmetic can't give an exact one."""
+    scope = {loop.name: Interval(loop.min, simplify(n.Sub(n.Add(loop.min, loop.extent),
+                                                          n.const(1))))}
+    parts = []
+    for c in _conjuncts(cond):
+        low = _exact_low(simplify(_slack(c)), scope)
+        if low is None:
+            return None
+        parts.append(n.LE(n.const(0, low.type), low))
+    everywhere = simplify(_and_all(parts))
+    if isinstance(everywhere, n.Const) and not everywhere.value:
+        return None
+    return everywhere
+
+
+def _exact_low(e: n.Expr, scope: dict[str, Interval]) -> n.Expr | None:
+    """The least value of `e` over `scope`, when interval arithmetic gives it exactly:
+    each variable of `scope` occurs at most once in `e` (halo's integer operators are
+    monotonic in each operand, up to sign, so one occurrence loses nothing; two lose the
+    correlation, and a loose bound would make a branch that is never taken)."""
+    counts: dict[str, int] = {}
+    for node in walk(e):
+        if isinstance(node, n.Var) and node.name in scope:
+            counts[node.name] = counts.get(node.name, 0) + 1
+    if any(count > 1 for count in counts.values()):
+        return None
+    return bounds_of_expr(e, scope).min
+
+
+def _and_all(parts: list[n.Expr]) -> n.Expr:
+    out = parts[0]
+    for p in parts[1:]:
+        out = n.And(out, p)
+    return out
+
+
+def _steady_range(cond: n.Expr, loop: n.For) -> tuple[n.Expr, n.Expr] | None:
+    """[start, end) inside the loop's range where `cond` holds, when each of its
+    comparisons is linear in the loop variable with a constant coefficient."""
+    hi = n.Add(loop.min, loop.extent)
+    start, end = loop.min, None
+    for c in _conjuncts(cond):
+        form = _linear(simplify(_slack(c)), loop.name)
+        if form is None or form[0] == 0:
+            return None
+        k, rest = form  # k * v + rest >= 0
+        if k > 0:  # v >= ceil(-rest / k)
+            start = n.Min(n.Max(start, n.Sub(n.const(0), n.Div(rest, n.const(k)))), hi)
+        else:  # v <= floor(rest / -k)
+            bound = n.Add(n.Div(rest, n.const(-k)), n.const(1))
+            end = bound if end is None else n.Min(end, bound)
+    start = simplify(start)
+    end = simplify(hi if end is None else n.Max(n.Min(end, hi), start))
+    return start, end
+
+
+def _linear(e: n.Expr, name: str) -> tuple[int, n.Expr] | None:
+    """(k, rest) with e == k * name + rest, rest free of `name`, or None."""
+    if name not in free_vars(e):
+        return 0, e
+    match e:
+        case n.Var(name=v) if v == name:
+            return 1, n.const(0, e.type)
+        case n.Add(a=a, b=b) | n.Sub(a=a, b=b):
+            fa, fb = _linear(a, name), _linear(b, name)
+            if fa is None or fb is None:
+                return None
+            if isinstance(e, n.Add):
+                return fa[0] + fb[0], n.Add(fa[1], fb[1])
+            return fa[0] - fb[0], n.Sub(fa[1], fb[1])
+        case n.Mul(a=a, b=n.Const(value=c)) | n.Mul(a=n.Const(value=c), b=a):
+            fa = _linear(a, name)
+            if fa is None:
+                return None
+            return fa[0] * c, n.Mul(fa[1], n.const(c, e.type))
+    return None
+
+
+__all__ = ["partition_loops"]

@@ -1,0 +1,143 @@
+"""partition_loops: guards that hold over a whole loop are hoisted around a guard-free copy;
+a guard linear in a serial loop's variable splits that loop into prologue, steady state and
+epilogue. Each test checks the shape of the IR and evaluates the bounds it computes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import halo
+from halo.ir import nodes as n
+from halo.ir.nodes import ForKind
+from halo.lower.partition_loops import partition_loops
+
+from .conftest import context_of, evaluate, lower_until, nodes_of
+
+y, x, xo, xi, yo, yi = halo.vars("y x xo xi yo yi")
+
+
+def partitioned(f: halo.Func) -> n.Stmt:
+    return lower_until(f, "partition_loops")[0]
+
+
+def guards_inside(stmt: n.Stmt, kind: ForKind) -> list[n.IfThenElse]:
+    """The IfThenElse nodes inside loops of `kind` in `stmt`."""
+    return [g for lp in nodes_of(stmt, n.For) if lp.kind is kind
+            for g in nodes_of(lp.body, n.IfThenElse)]
+
+
+def test_shift_inwards_guard_is_hoisted_out_of_every_loop():
+    """A shift_inwards split keeps `lo <= x` for outputs narrower than the vector; it
+    holds for every lane and every outer iteration once the extent is >= 8, so the pass
+    puts one branch at the top: its then-branch has no guard inside any loop."""
+    f = halo.Func("f")
+    f[y, x] = y + x
+    f.vectorize(x, 8)
+    stmt = partitioned(f)
+    top = nodes_of(stmt, n.IfThenElse)[0]
+    assert isinstance(top.then_case, n.For) and top.then_case.name == "f.s0.y"
+    # The steady state (full vectors, not the last, shifted one) stores unguarded.
+    assert any(not guards_inside(lp, ForKind.VECTORIZED)
+               for lp in nodes_of(top.then_case, n.For) if lp.kind is ForKind.SERIAL
+               and lp.name == "f.s0.x.x")
+    # The else branch is the original nest, guard included.
+    assert len(nodes_of(top.else_case, n.IfThenElse)) == 1
+    extent = {"f.min.0": 0, "f.min.1": 0, "f.extent.0": 3}
+    env = {"f.s0.y.max": n.Var("f.extent.0"), "f.s0.x.max": n.Sub(n.Var("f.extent.1"),
+                                                                  n.const(1))}
+    for width, fast in [(8, True), (20, True), (7, False), (1, False)]:
+        assert evaluate(top.condition, {**extent, "f.extent.1": width}, env) == fast
+
+
+def test_guarded_tail_splits_the_serial_loop_into_steady_state_and_epilogue():
+    """An update's guard `x < max + 1` depends on the outer loop linearly: the loop over
+    vectors becomes an (empty) guarded prologue, a guard-free steady-state loop over the
+    full vectors and a guarded epilogue for the rest."""
+    f = halo.Func("f")
+    f[x] = 0
+    f[x] += x
+    f.update(0).vectorize(x, 8)
+    stmt = partitioned(f)
+    loops = [lp for lp in nodes_of(stmt, n.For) if lp.name == "f.s1.x.x"]
+    assert len(loops) == 3
+    head, steady, tail = loops
+    assert guards_inside(steady, ForKind.VECTORIZED) == []
+    assert len(nodes_of(head, n.IfThenElse)) == len(nodes_of(tail, n.IfThenElse)) == 1
+    env = {"f.s1.x.max": n.Sub(n.Add(n.Var("f.extent.0"), n.Var("f.min.0")), n.const(1))}
+    for width in (1, 7, 8, 9, 16, 23):
+        values = {"f.min.0": 0, "f.extent.0": width}
+        assert evaluate(head.min, values, env) == evaluate(head.extent, values, env) == 0
+        start = evaluate(steady.min, values, env)
+        end = start + evaluate(steady.extent, values, env)
+        tail_end = evaluate(tail.min, values, env) + evaluate(tail.extent, values, env)
+        assert (start, end, tail_end) == (0, width // 8, (width + 7) // 8)
+
+
+def test_guard_on_loaded_data_is_not_hoisted():
+    """A condition that reads memory (RDom.where on input data) stays where it is."""
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    r = halo.RDom((0, 10), name="r")
+    r.where(inp[r.x] > 0)
+    f = halo.Func("f")
+    f[()] = 0
+    f[()] += inp[r.x]
+    stmt = partitioned(f)
+    loop = nodes_of(stmt, n.For)[0]
+    assert isinstance(loop.body, n.IfThenElse) or nodes_of(loop.body, n.IfThenElse)
+    assert len(nodes_of(stmt, n.For)) == 1
+
+
+def test_nothing_to_hoist_leaves_the_ir_unchanged():
+    """A loop nest without guards is returned as the same node."""
+    f = halo.Func("f")
+    f[y, x] = y * x
+    stmt = lower_until(f, "storage_flattening")[0]
+    assert partition_loops(stmt, context_of(f)) is stmt
+
+
+@pytest.mark.parametrize("width", [1, 3, 7, 8, 9, 31])
+def test_partitioned_update_matches_the_reference(width):
+    """The steady-state copy and the epilogue together write every point once."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f = halo.Func("f")
+    f[x] = inp[x]
+    f[x] += inp[x] * 2.0
+    f.vectorize(x, 8)
+    f.update(0).vectorize(x, 8)
+    data = np.arange(width, dtype=np.float32)
+    np.testing.assert_allclose(f.realize((width,), inputs={inp: data}), data * 3)
+
+
+def test_clamps_of_a_boundary_condition_leave_the_steady_state():
+    """repeat_edge clamps `x - 1` and `x + 1` into the input; the loop over vectors is
+    split so that its middle part reads the input at plain `x - 1` and `x + 1` (dense
+    loads once vectorized), with no min or max left in any index."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    clamped = halo.boundary.repeat_edge(inp)
+    f = halo.Func("f")
+    f[x] = clamped[x - 1] + clamped[x + 1]
+    f.vectorize(x, 8)
+    stmt = partitioned(f)
+
+    def clamp_free(lp: n.For) -> bool:
+        return not [m for ld in nodes_of(lp, n.Load) for m in nodes_of(ld.index, n.Min)
+                    + nodes_of(ld.index, n.Max)] and not nodes_of(lp, n.IfThenElse)
+    loops = [lp for lp in nodes_of(stmt, n.For) if lp.name == "f.s0.x.x"]
+    assert any(clamp_free(lp) for lp in loops)
+    assert not all(clamp_free(lp) for lp in loops)  # the edges keep their clamps
+
+
+@pytest.mark.parametrize("width", [1, 2, 3, 8, 9, 17, 33])
+def test_partitioned_clamps_match_the_reference(width):
+    """Prologue, steady state and epilogue of a clamped stencil cover every width."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    clamped = halo.boundary.repeat_edge(inp)
+    f = halo.Func("f")
+    f[x] = clamped[x - 1] + clamped[x] * 2.0 + clamped[x + 1]
+    f.vectorize(x, 8)
+    data = np.random.default_rng(width).random(width, dtype=np.float32)
+    padded = np.pad(data, 1, mode="edge")
+    np.testing.assert_allclose(f.realize((width,), inputs={inp: data}),
+                               halo.reference(f, (width,), inputs={inp: data}))
+    np.testing.assert_allclose(f.realize((width,), inputs={inp: data}),
+                               padded[:-2] + padded[1:-1] * 2 + padded[2:], rtol=1e-6)
