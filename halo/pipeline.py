@@ -32,10 +32,13 @@ class Target:
     the thread pool for parallel loops (default: HALO_NUM_THREADS, else all cores).
     `count_stores=True` builds instrumented code that counts the values stored to each
     Func, read after a call as `kernel.store_counts` ({func name: count}); all its loops
-    run serially, so the counts are exact (see halo/lower/count_stores.py)."""
+    run serially, so the counts are exact (see halo/lower/count_stores.py).
+    `strict_float=True` rounds every float operation separately, as NumPy does; by default
+    `a * b + c` may be computed as one fused multiply-add (as Halide does)."""
     name: str = "host"
     threads: int | None = None
     count_stores: bool = False
+    strict_float: bool = False
 
     def __post_init__(self) -> None:
         if self.name not in ("host", "cuda"):
@@ -137,7 +140,8 @@ class Kernel:
         threads = target.num_threads
         self.function = _cache.get(
             (str(lowered), replace(target, threads=threads)),
-            lambda: compile_function("halo_pipeline", lowered.stmt, args, num_threads=threads))
+            lambda: compile_function("halo_pipeline", lowered.stmt, args, num_threads=threads,
+                                     strict_float=target.strict_float))
         self.buffer_names = buffers
 
     def _buffer_type(self, name: str):

@@ -9,6 +9,9 @@ Semantics (what every backend and the reference interpreter agree on):
 * `Div` on integers is floor division and `Mod` is floor modulo (Python: the result of
   `Mod` has the sign of the divisor). Integer division or modulo by zero gives 0.
   `Div` on floats is IEEE division; `Mod` on floats is `a - b * floor(a / b)`.
+* Float arithmetic is IEEE and never reassociated, but a product feeding an `Add` or
+  `Sub` may be rounded once with it (a fused multiply-add), as in Halide and C compilers
+  by default; `Target(strict_float=True)` rounds every operation as NumPy does.
 * Comparisons give `bool`. `And`, `Or`, `Xor`, `Not` are logical on `bool` and bitwise
   on integers.
 * `Cast` float -> int truncates toward zero (out-of-range values are undefined);

@@ -9,8 +9,10 @@ those semantics meet LLVM's:
 * integer `Div`/`Mod` round toward minus infinity and give 0 for a zero divisor, and a
   divisor that `sdiv`/`udiv` leave undefined (0, and -1 for signed MIN // -1) never
   reaches them;
-* floats are strict IEEE: no fast-math flags, hence no reassociation and no FMA
-  contraction, so results match NumPy's;
+* floats are IEEE, never reassociated, but `a * b + c` may round once, as a fused
+  multiply-add (the `contract` flag, which the code generator adds to float `+ - *`, as
+  Halide and C compilers do by default); `Target(strict_float=True)` keeps every
+  operation rounded separately, as NumPy does;
 * `bool` behaves as an unsigned one-bit integer where ordering matters (False < True).
 
 Every operator takes the builder, the halo type of its operands and their LLVM values,

@@ -61,9 +61,10 @@ class Argument:
 
 
 def generate_module(name: str, body: n.Stmt, args: Sequence[Argument],
-                    num_threads: int) -> ir.Module:
+                    num_threads: int, strict_float: bool = False) -> ir.Module:
     """An LLVM module defining `void name(args...)` that runs `body`, its parallel loops on
-    teams of `num_threads` threads."""
+    teams of `num_threads` threads. Float `+ - *` may be contracted into fused
+    multiply-adds unless `strict_float` (see arithmetic.py)."""
     names = [a.name for a in args]
     duplicates = sorted({x for x in names if names.count(x) > 1})
     if duplicates:
@@ -72,7 +73,7 @@ def generate_module(name: str, body: n.Stmt, args: Sequence[Argument],
     signature = ir.FunctionType(
         ir.VoidType(), [POINTER if a.kind == "buffer" else parameter_type(a.type) for a in args])
     function = ir.Function(module, signature, name)
-    emitter = _FunctionEmitter(function, num_threads)
+    emitter = _FunctionEmitter(function, num_threads, strict_float)
     emitter.bind_arguments(args)
     emitter.emit(body)
     return module
@@ -109,6 +110,7 @@ def _loop_type(loop: n.For) -> Type:
 
 
 # IR operator -> the function of arithmetic.py that implements its semantics
+_CONTRACTIBLE = (n.Add, n.Sub, n.Mul)
 _BINARY_OPERATORS = {
     n.Add: arithmetic.add,
     n.Sub: arithmetic.sub,
@@ -131,9 +133,10 @@ class _FunctionEmitter:
     """Emits the body of one function. Statements and expressions dispatch by node class
     name to `_stmt_<Class>` and `_expr_<Class>`."""
 
-    def __init__(self, function: ir.Function, num_threads: int):
+    def __init__(self, function: ir.Function, num_threads: int, strict_float: bool):
         self._function = function
         self._num_threads = num_threads
+        self._strict_float = strict_float
         # The entry block holds the stack allocations and the decoding of parameters, so
         # each `alloca` runs once; it branches to the code of the body once that is done.
         self._entry = ir.IRBuilder(function.append_basic_block("entry"))
@@ -264,7 +267,7 @@ class _FunctionEmitter:
         parameters are `noalias` like the kernel's: pointers loaded from the closure say
         nothing about aliasing, and without it LLVM reloads what a store might have
         changed (a broadcast `A[i, k]` in matmul's inner loop, benchmarks/: matmul)."""
-        emitter = _FunctionEmitter(task, self._num_threads)
+        emitter = _FunctionEmitter(task, self._num_threads, self._strict_float)
         start, extent, scalars, buffers = closure.unpack(emitter._entry, task.args[0])
         first, count = parallel.this_threads_chunk(emitter._builder, extent)
         values = [*scalars.values(), *buffers.values()]
@@ -273,7 +276,7 @@ class _FunctionEmitter:
             task.module.get_unique_name(f"{task.name}.chunk"))
         chunk.linkage = "internal"
         chunk.attributes.add("alwaysinline")
-        chunk_emitter = _FunctionEmitter(chunk, self._num_threads)
+        chunk_emitter = _FunctionEmitter(chunk, self._num_threads, self._strict_float)
         parameters = iter(chunk.args[2:])
         chunk_emitter._scalars = {name: _Binding(self._scalars[name].type, next(parameters))
                                   for name in scalars}
@@ -386,7 +389,10 @@ class _FunctionEmitter:
         if e.a.type != e.b.type:
             raise InternalError(f"operands of {expr_to_str(e)} have different types "
                                 f"{e.a.type} and {e.b.type}")
-        return operator(self._builder, e.a.type, self._expr(e.a), self._expr(e.b))
+        value = operator(self._builder, e.a.type, self._expr(e.a), self._expr(e.b))
+        if e.a.type.is_float and type(e) in _CONTRACTIBLE and not self._strict_float:
+            value.flags.append("contract")  # a * b + c may become one FMA
+        return value
 
     def _expr_Const(self, e: n.Const) -> ir.Value:
         value = float(e.value) if e.type.is_float else int(e.value)

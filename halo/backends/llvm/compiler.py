@@ -20,22 +20,25 @@ from halo.ir.visitor import walk
 
 
 def compile_function(name: str, body: Stmt, args: Sequence[Argument],
-                     num_threads: int | None = None) -> CompiledFunction:
+                     num_threads: int | None = None,
+                     strict_float: bool = False) -> CompiledFunction:
     """Compile `body` (lowered and flattened) into `void name(args...)` for this CPU.
 
     Every free variable of `body` must be a scalar argument and every buffer it loads
     from or stores to an argument or an enclosing Allocate; otherwise `InternalError`.
     Parallel loops run on `num_threads` threads (default: `default_num_threads()`).
+    `strict_float` rounds every float operation separately (no fused multiply-adds).
     """
     if num_threads is None:
         num_threads = default_num_threads()
     if num_threads < 1:
         raise InternalError(f"compile_function({name!r}) asked for {num_threads} threads")
-    key = cache_key((name, repr(tuple(args)), str(num_threads), *host_fingerprint(),
+    key = cache_key((name, repr(tuple(args)), str(num_threads), str(strict_float),
+                     *host_fingerprint(),
                      repr(body)))
     native = _load_cached(key)
     if native is None:
-        module = generate_module(name, body, args, num_threads)
+        module = generate_module(name, body, args, num_threads, strict_float)
         native = jit_compile(str(module))
         if native.object_code:
             object_cache.store(key, native.optimized_ir, native.object_code)

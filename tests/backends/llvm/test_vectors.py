@@ -101,7 +101,9 @@ def run_vectorized(build: Callable[..., Expr], *inputs: np.ndarray,
     args = [buffer(f"in{k}", as_type(a.dtype)) for k, a in enumerate(inputs)]
     args += [buffer("out", element), scalar("count", int32)]
     out = np.zeros(len(inputs[0]), element.numpy)
-    compile_function("vectorized", over_vectors(Store("out", index, value)), args)(
+    # strict_float: each lane must round exactly as NumPy does
+    compile_function("vectorized", over_vectors(Store("out", index, value)), args,
+                     strict_float=True)(
         *inputs, out, len(out) // lanes)
     return out
 
@@ -602,7 +604,8 @@ def test_vector_let_and_letstmt():
                    Store("out", DENSE, value))
     f = compile_function("lets", over_vectors(body), [buffer("inp", float32),
                                                       buffer("out", float32),
-                                                      scalar("count", int32)])
+                                                      scalar("count", int32)],
+                         strict_float=True)
     data = np.linspace(-2, 2, 16, dtype=np.float32)
     out = np.zeros(16, np.float32)
     f(data, out, 2)
@@ -642,8 +645,10 @@ def test_dense_vector_load_is_one_vector_move():
     assert not [op for op, _ in code if op in ("vmovss", "vinsertps") or "gather" in op]
 
 
-def test_no_fused_multiply_add_in_vector_code():
-    """a * b + c on float32 vectors rounds twice, as NumPy does: no FMA contraction."""
+@pytest.mark.parametrize("strict_float", [True, False])
+def test_fused_multiply_add_in_vector_code(strict_float):
+    """a * b + c on float32 vectors is one FMA by default and rounds twice, as NumPy
+    does, with strict_float."""
     rng = np.random.default_rng(8)
     a, b, c = (rng.standard_normal(4096).astype(np.float32) for _ in range(3))
     index = Ramp(Mul(v, const(LANES)), const(1), LANES)
@@ -651,11 +656,15 @@ def test_no_fused_multiply_add_in_vector_code():
     value = Add(Mul(Load(t, "a", index), Load(t, "b", index)), Load(t, "c", index))
     f = compile_function("madd", over_vectors(Store("out", index, value)),
                          [buffer(x, float32) for x in "abc"] + [buffer("out", float32),
-                                                              scalar("count", int32)])
+                                                              scalar("count", int32)],
+                         strict_float=strict_float)
     out = np.zeros_like(a)
     f(a, b, c, out, 4096 // LANES)
-    np.testing.assert_array_equal(out, a * b + c)
-    assert "vfmadd" not in f.assembly()
+    if strict_float:
+        np.testing.assert_array_equal(out, a * b + c)
+    else:
+        np.testing.assert_allclose(out, a * b + c, rtol=1e-6, atol=1e-6)
+    assert ("vfmadd" in f.assembly()) != strict_float
 
 
 # ------------------------------------------------------------------ invalid vector IR
@@ -786,4 +795,4 @@ def test_vectorized_float32_loop_uses_vector_registers(vectorizing):
     f[y, x] = inp[y, x] * inp[y, x] + 1
     f.vectorize(x, 8)
     assembly = f.compile().function.assembly()
-    assert re.search(r"\tvmulps\t.*%[yz]mm", assembly)
+    assert re.search(r"\tv(mul|fmadd\d+)ps\t.*%[yz]mm", assembly)
