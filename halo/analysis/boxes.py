@@ -6,7 +6,7 @@ first) containing the coordinates of every `Call` to `name` (with `calls`) and/o
 around it; None if there are none. Bounds inference builds every loop bound and
 allocation from it.
 
-The walk keeps a scope of variable intervals:
+The walk keeps a scope of variable intervals (each computed when first looked up):
   * `For(v, min, extent)` binds v to [lo(min), hi(min + extent - 1)], the loop relaxed
     over its whole range (bounds of those expressions in the enclosing scope);
   * `LetStmt` and `Let` bind the name to the interval of the value;
@@ -23,15 +23,15 @@ Variables not in scope stay symbolic. For example, in
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import reduce
+from collections.abc import Callable, Iterator, Mapping
+from functools import cache, reduce
 
 from halo.analysis.interval import Interval, IntervalAnalysis
 from halo.analysis.simplify import Simplifier
 from halo.analysis.simplify.structure import StructureIds
 from halo.errors import InternalError
 from halo.ir import nodes as n
-from halo.ir.visitor import IRVisitor
+from halo.ir.visitor import IRVisitor, child_nodes
 
 Box = tuple[Interval, ...]
 
@@ -53,7 +53,7 @@ def boxes_touched(node: n.Stmt | n.Expr, name: str, *, calls: bool = True,
                   scope: Mapping[str, Interval] | None = None) -> Box | None:
     """The box of `name` that `node` reads (`calls`) and/or writes (`provides`), or None
     if it does neither (see the module docstring)."""
-    finder = _BoxFinder(name, calls, provides, dict(scope or {}))
+    finder = _BoxFinder(name, calls, provides, _LazyScope(dict(scope or {})))
     finder.visit(node)
     return finder.box
 
@@ -90,11 +90,41 @@ class _Extreme:
         return self.simplifier.expr(reduce(self.op, self.candidates))
 
 
+class _LazyScope(Mapping[str, Interval]):
+    """Variable intervals, each computed when first looked up: a walk binds every loop
+    and let on the way to a Call, but an access depends on few of them (the lets of
+    bounds inference are most of a pipeline: benchmarks/compile_time.py)."""
+
+    def __init__(self, entries: dict[str, Interval | Callable[[], Interval]]):
+        self._entries = entries
+
+    def __getitem__(self, name: str) -> Interval:
+        entry = self._entries[name]
+        if not isinstance(entry, Interval):
+            entry = entry()
+            self._entries[name] = entry
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def bind(self, name: str, interval: Callable[[], Interval]) -> _LazyScope:
+        """This scope and `name` in the interval `interval()` computes (once, shared by
+        the scopes made from the new one)."""
+        return _LazyScope({**self._entries, name: cache(interval)})
+
+
 class _BoxFinder(IRVisitor):
     """Walks a statement with a scope of variable intervals, collecting the box of `name`
     (see the module docstring)."""
 
-    def __init__(self, name: str, calls: bool, provides: bool, scope: dict[str, Interval]):
+    def __init__(self, name: str, calls: bool, provides: bool, scope: _LazyScope):
         self.name, self.calls, self.provides = name, calls, provides
         self.scope = scope
         self.simplifier = Simplifier()
@@ -104,6 +134,7 @@ class _BoxFinder(IRVisitor):
         # subexpressions, and walking a copy again would find the same boxes.
         self.structure = StructureIds()
         self.walked: set[int] = set()
+        self.mentions: dict[int, tuple[n.Stmt | n.Expr, bool]] = {}
 
     @property
     def box(self) -> Box | None:
@@ -113,6 +144,11 @@ class _BoxFinder(IRVisitor):
         return tuple(Interval(lo.value(), hi.value()) for lo, hi in self.extremes)
 
     def visit(self, node: n.Stmt | n.Expr) -> None:
+        # A subtree that never names the Func adds nothing to the box; skipping it skips
+        # the bounds of its loops and lets (most of a pipeline, for most Funcs:
+        # benchmarks/compile_time.py).
+        if not self._mentions_name(node):
+            return
         if isinstance(node, n.Expr):
             number = self.structure.of(node)
             if number in self.walked:
@@ -122,6 +158,29 @@ class _BoxFinder(IRVisitor):
 
     def _bounds(self, e: n.Expr) -> Interval:
         return self.intervals.bounds(e, self.scope)
+
+    def _mentions_name(self, node: n.Stmt | n.Expr) -> bool:
+        """Whether a Call or Provide of `name` is in `node`, memoized by node identity."""
+        hit = self.mentions.get(id(node))
+        if hit is not None:
+            return hit[1]
+        # Iterative post-order, so that deep expressions don't exhaust the Python stack.
+        stack = [node]
+        while stack:
+            top = stack[-1]
+            if id(top) in self.mentions:
+                stack.pop()
+                continue
+            children = child_nodes(top)
+            pending = [c for c in children if id(c) not in self.mentions]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            here = (isinstance(top, (n.Call, n.Provide)) and top.name == self.name
+                    or any(self.mentions[id(c)][1] for c in children))
+            self.mentions[id(top)] = (top, here)  # keeps top alive: its id stays unique
+        return self.mentions[id(node)][1]
 
     def _record(self, args: tuple[n.Expr, ...]) -> None:
         self._check_dimensions(len(args))
@@ -138,7 +197,7 @@ class _BoxFinder(IRVisitor):
             raise InternalError(f"{self.name} is accessed with {len(self.extremes)} and "
                                 f"{dimensions} coordinates")
 
-    def _visit_in(self, scope: dict[str, Interval], node: n.Stmt | n.Expr) -> None:
+    def _visit_in(self, scope: _LazyScope, node: n.Stmt | n.Expr) -> None:
         saved = self.scope, self.walked
         self.scope, self.walked = scope, set()
         try:
@@ -160,8 +219,10 @@ class _BoxFinder(IRVisitor):
         self.visit(s.min)
         self.visit(s.extent)
         last = n.Sub(n.Add(s.min, s.extent), n.const(1, s.min.type))
-        loop = Interval(self._bounds(s.min).min, self._bounds(last).max)
-        self._visit_in({**self.scope, s.name: loop}, s.body)
+        scope = self.scope
+        self._visit_in(scope.bind(s.name, lambda: Interval(
+            self.intervals.bounds(s.min, scope).min, self.intervals.bounds(last, scope).max)),
+            s.body)
 
     def visit_LetStmt(self, s: n.LetStmt) -> None:
         self._visit_let(s.name, s.value, s.body)
@@ -171,7 +232,8 @@ class _BoxFinder(IRVisitor):
 
     def _visit_let(self, name: str, value: n.Expr, body: n.Stmt | n.Expr) -> None:
         self.visit(value)
-        self._visit_in({**self.scope, name: self._bounds(value)}, body)
+        scope = self.scope
+        self._visit_in(scope.bind(name, lambda: self.intervals.bounds(value, scope)), body)
 
     def visit_IfThenElse(self, s: n.IfThenElse) -> None:
         self.visit(s.condition)
@@ -181,11 +243,12 @@ class _BoxFinder(IRVisitor):
 
     # --------------------------------------------------------------- conditions as bounds
 
-    def _tightened(self, cond: n.Expr, truth: bool) -> dict[str, Interval]:
+    def _tightened(self, cond: n.Expr, truth: bool) -> _LazyScope:
         """The scope, with the variables that `cond == truth` bounds narrowed."""
-        scope = dict(self.scope)
+        scope = self.scope
         for var, bound in self._facts(cond, truth):
-            scope[var] = self.intervals.intersect(scope[var], bound)
+            narrowed = self.intervals.intersect(scope[var], bound)
+            scope = scope.bind(var, lambda iv=narrowed: iv)
         return scope
 
     def _facts(self, cond: n.Expr, truth: bool) -> list[tuple[str, Interval]]:
