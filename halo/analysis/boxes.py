@@ -34,6 +34,7 @@ from halo.ir import nodes as n
 from halo.ir.visitor import IRVisitor, child_nodes
 
 Box = tuple[Interval, ...]
+Fact = Callable[[], Interval | None]
 
 
 def box_union(a: Box | None, b: Box | None) -> Box | None:
@@ -246,13 +247,17 @@ class _BoxFinder(IRVisitor):
     def _tightened(self, cond: n.Expr, truth: bool) -> _LazyScope:
         """The scope, with the variables that `cond == truth` bounds narrowed."""
         scope = self.scope
-        for var, bound in self._facts(cond, truth):
-            narrowed = self.intervals.intersect(scope[var], bound)
-            scope = scope.bind(var, lambda iv=narrowed: iv)
+        for var, fact in self._facts(cond, truth):
+            scope = scope.bind(var, lambda outer=scope, var=var, fact=fact:
+                               self._narrowed(outer[var], fact()))
         return scope
 
-    def _facts(self, cond: n.Expr, truth: bool) -> list[tuple[str, Interval]]:
-        """(variable, interval it lies in) for each bound that `cond == truth` implies."""
+    def _narrowed(self, interval: Interval, fact: Interval | None) -> Interval:
+        return interval if fact is None else self.intervals.intersect(interval, fact)
+
+    def _facts(self, cond: n.Expr, truth: bool) -> list[tuple[str, Fact]]:
+        """(variable, interval it lies in, or None if unknown) for each bound that
+        `cond == truth` implies; the intervals are computed on first use."""
         match cond:
             case n.Not(a=a) if a.type.is_bool:
                 return self._facts(a, not truth)
@@ -269,16 +274,21 @@ class _BoxFinder(IRVisitor):
                 return self._order_facts(a, b, False) + self._order_facts(b, a, False)
         return []
 
-    def _order_facts(self, a: n.Expr, b: n.Expr, strict: bool) -> list[tuple[str, Interval]]:
+    def _order_facts(self, a: n.Expr, b: n.Expr, strict: bool) -> list[tuple[str, Fact]]:
         """Bounds implied by a < b (strict) or a <= b on a Var side in scope."""
         one = n.const(1 if strict else 0, a.type)
+        scope = self.scope
+
+        def below_b() -> Interval | None:
+            hi = self.intervals.bounds(b, scope).max
+            return None if hi is None else Interval(None, self.simplifier.expr(n.Sub(hi, one)))
+
+        def above_a() -> Interval | None:
+            lo = self.intervals.bounds(a, scope).min
+            return None if lo is None else Interval(self.simplifier.expr(n.Add(lo, one)), None)
         facts = []
-        if isinstance(a, n.Var) and a.name in self.scope:
-            hi = self._bounds(b).max
-            if hi is not None:
-                facts.append((a.name, Interval(None, self.simplifier.expr(n.Sub(hi, one)))))
-        if isinstance(b, n.Var) and b.name in self.scope:
-            lo = self._bounds(a).min
-            if lo is not None:
-                facts.append((b.name, Interval(self.simplifier.expr(n.Add(lo, one)), None)))
+        if isinstance(a, n.Var) and a.name in scope:
+            facts.append((a.name, below_b))
+        if isinstance(b, n.Var) and b.name in scope:
+            facts.append((b.name, above_a))
         return facts
