@@ -80,12 +80,13 @@ def _canonical_order(e: n.Expr) -> n.Expr:
 class Simplifier(IRMutator):
     """Simplifies statements and expressions (`mutate`; `expr` for an expression). One
     instance may serve many calls on IR that shares subtrees: results are memoized by node
-    identity (the memo keeps the nodes alive, so identities stay unique) per scope of
-    known variable ranges. `simplify` uses a fresh one per call."""
+    identity (the memo keeps the nodes alive, so identities stay unique) and by structure
+    (structure.py), per scope of known variable ranges. `simplify` uses a fresh one per call."""
 
     def __init__(self) -> None:
         self._scope: dict[str, Bounds] = {}
         self._memo: dict[int, tuple[n.Expr, n.Expr]] = {}
+        self._by_structure: dict[int, n.Expr] = {}
         self._const_bounds = ConstBounds(self._scope)
         self._structure = StructureIds()
         self._linear_forms = LinearForms(self._structure)
@@ -132,10 +133,17 @@ class Simplifier(IRMutator):
         hit = self._memo.get(id(e))
         if hit is not None:
             return hit[1]
-        if isinstance(e, n.Let):
-            result = self._let(e)
-        else:
-            result = self._rewrite(self._with_simplified_operands(e))
+        # Copies of one expression (unrolled bodies, flattened indices, inlined calls)
+        # are simplified once: they were six in seven simplifications
+        # (benchmarks/compile_time.py).
+        number = self._structure.of(e)
+        result = self._by_structure.get(number)
+        if result is None:
+            if isinstance(e, n.Let):
+                result = self._let(e)
+            else:
+                result = self._rewrite(self._with_simplified_operands(e))
+            self._by_structure[number] = result
         self._memo[id(e)] = (e, result)
         self._memo[id(result)] = (result, result)
         return result
@@ -199,14 +207,14 @@ class Simplifier(IRMutator):
         if bounds == type_bounds(value.type):
             yield
             return
-        saved = self._scope, self._memo, self._const_bounds
+        saved = self._scope, self._memo, self._by_structure, self._const_bounds
         self._scope = {**self._scope, name: bounds}
-        self._memo = {}
+        self._memo, self._by_structure = {}, {}
         self._const_bounds = ConstBounds(self._scope)
         try:
             yield
         finally:
-            self._scope, self._memo, self._const_bounds = saved
+            self._scope, self._memo, self._by_structure, self._const_bounds = saved
 
     # ------------------------------------------------------------------------- statements
 

@@ -46,12 +46,17 @@ class StructureIds:
         hit = self._by_object.get(id(e))
         if hit is not None:
             return hit[1]
+        # Fast paths for the nodes the simplifier builds most: leaves, and binary nodes
+        # over numbered operands (numbering was a sixth of lowering time:
+        # benchmarks/compile_time.py). The keys are those the general case makes.
         if isinstance(e, n.BinaryOp):
-            # Fast path for the node the simplifier builds most, over numbered operands
-            # (a third of lowering time went to numbering: benchmarks/compile_time.py).
             a, b = self._by_object.get(id(e.a)), self._by_object.get(id(e.b))
             if a is not None and b is not None:
                 return self._number(e, (type(e), a[1], b[1]))
+        elif isinstance(e, n.Const):
+            return self._number(e, (n.Const, e.type, self._field_key(e.value)))
+        elif isinstance(e, n.Var):
+            return self._number(e, (n.Var, e.name, e.type))
         # Iterative post-order, so that deep expressions don't exhaust the Python stack.
         stack = [e]
         while stack:
