@@ -33,7 +33,7 @@ from halo.analysis.simplify.linear import LinearForm, LinearForms
 from halo.analysis.simplify.pattern import COMMUTATIVE, RuleTable
 from halo.analysis.simplify.structure import StructureIds
 from halo.ir import nodes as n
-from halo.ir.substitute import substitute, uses_var
+from halo.ir.substitute import uses_var
 from halo.ir.visitor import IRMutator, Node
 
 RULES = RuleTable(arith.RULES, minmax.RULES, compare.RULES, cast.RULES)
@@ -87,6 +87,7 @@ class Simplifier(IRMutator):
         self._scope: dict[str, Bounds] = {}
         self._memo: dict[int, tuple[n.Expr, n.Expr]] = {}
         self._by_structure: dict[int, n.Expr] = {}
+        self._replacements: dict[str, n.Expr] = {}
         self._const_bounds = ConstBounds(self._scope)
         self._structure = StructureIds()
         self._linear_forms = LinearForms(self._structure)
@@ -128,7 +129,9 @@ class Simplifier(IRMutator):
 
     def expr(self, e: n.Expr) -> n.Expr:
         """The simplified form of `e`."""
-        if isinstance(e, (n.Const, n.Var)):
+        if isinstance(e, n.Var):
+            return self._replacements.get(e.name, e)
+        if isinstance(e, n.Const):
             return e
         hit = self._memo.get(id(e))
         if hit is not None:
@@ -186,7 +189,8 @@ class Simplifier(IRMutator):
         binding dropped, and the body simplified knowing the value's bounds."""
         value = self.expr(let.value)
         if isinstance(value, (n.Const, n.Var)):
-            return simplify_body(substitute(let.body, {let.name: value}))
+            with self._replacing(let.name, value):
+                return simplify_body(let.body)
         with self._bound(let.name, value):
             body = simplify_body(let.body)
         if not uses_var(body, let.name):
@@ -194,6 +198,19 @@ class Simplifier(IRMutator):
         if value is let.value and body is let.body:
             return let
         return type(let)(let.name, value, body)
+
+    @contextmanager
+    def _replacing(self, name: str, value: n.Expr) -> Iterator[None]:
+        """Simplify with the variable `name` replaced by `value` (a Const or Var). The same
+        as simplifying the body with `value` substituted, without rebuilding the body
+        once per such let first (benchmarks/compile_time.py)."""
+        saved = self._replacements, self._memo, self._by_structure
+        self._replacements = {**self._replacements, name: value}
+        self._memo, self._by_structure = {}, {}  # results that saw `name` unreplaced
+        try:
+            yield
+        finally:
+            self._replacements, self._memo, self._by_structure = saved
 
     @contextmanager
     def _bound(self, name: str, value: n.Expr, bounds: Bounds | None = None) -> Iterator[None]:
