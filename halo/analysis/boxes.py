@@ -23,7 +23,8 @@ Variables not in scope stay symbolic. For example, in
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache, reduce
 
 from halo.analysis.interval import Interval, IntervalAnalysis
@@ -49,14 +50,30 @@ def box_union(a: Box | None, b: Box | None) -> Box | None:
     return tuple(intervals.union(p, q) for p, q in zip(a, b, strict=True))
 
 
+@dataclass(frozen=True)
+class Access:
+    """Which accesses of Func or buffer `name` a box covers: reads (`calls`) and/or
+    writes (`provides`)."""
+    name: str
+    calls: bool = True
+    provides: bool = False
+
+
 def boxes_touched(node: n.Stmt | n.Expr, name: str, *, calls: bool = True,
                   provides: bool = False,
                   scope: Mapping[str, Interval] | None = None) -> Box | None:
     """The box of `name` that `node` reads (`calls`) and/or writes (`provides`), or None
     if it does neither (see the module docstring)."""
-    finder = _BoxFinder(name, calls, provides, _LazyScope(dict(scope or {})))
+    return boxes_touched_each(node, [Access(name, calls, provides)], scope)[0]
+
+
+def boxes_touched_each(node: n.Stmt | n.Expr, accesses: Sequence[Access],
+                       scope: Mapping[str, Interval] | None = None) -> list[Box | None]:
+    """`boxes_touched` for each of `accesses`, in one walk of `node` (which bounds each
+    loop and let once for all of them)."""
+    finder = _BoxFinder(accesses, _LazyScope(dict(scope or {})))
     finder.visit(node)
-    return finder.box
+    return finder.boxes()
 
 
 class _Extreme:
@@ -122,33 +139,35 @@ class _LazyScope(Mapping[str, Interval]):
 
 
 class _BoxFinder(IRVisitor):
-    """Walks a statement with a scope of variable intervals, collecting the box of `name`
-    (see the module docstring)."""
+    """Walks a statement with a scope of variable intervals, collecting a box for each
+    access (see the module docstring)."""
 
-    def __init__(self, name: str, calls: bool, provides: bool, scope: _LazyScope):
-        self.name, self.calls, self.provides = name, calls, provides
+    def __init__(self, accesses: Sequence[Access], scope: _LazyScope):
+        self.accesses = list(accesses)
+        self.by_name: dict[str, list[int]] = {}
+        for i, access in enumerate(self.accesses):
+            self.by_name.setdefault(access.name, []).append(i)
         self.scope = scope
         self.simplifier = Simplifier()
         self.intervals = IntervalAnalysis(self.simplifier)
-        self.extremes: list[tuple[_Extreme, _Extreme]] | None = None
+        self.extremes: list[list[tuple[_Extreme, _Extreme]] | None] = [None] * len(accesses)
         # Expressions already walked in the current scope, by structure: inlining repeats
         # subexpressions, and walking a copy again would find the same boxes.
         self.structure = StructureIds()
         self.walked: set[int] = set()
         self.mentions: dict[int, tuple[n.Stmt | n.Expr, bool]] = {}
 
-    @property
-    def box(self) -> Box | None:
-        """The box found so far, or None if `name` was not touched."""
-        if self.extremes is None:
-            return None
-        return tuple(Interval(lo.value(), hi.value()) for lo, hi in self.extremes)
+    def boxes(self) -> list[Box | None]:
+        """The box found so far of each access, or None where it touched nothing."""
+        return [None if extremes is None else
+                tuple(Interval(lo.value(), hi.value()) for lo, hi in extremes)
+                for extremes in self.extremes]
 
     def visit(self, node: n.Stmt | n.Expr) -> None:
-        # A subtree that never names the Func adds nothing to the box; skipping it skips
-        # the bounds of its loops and lets (most of a pipeline, for most Funcs:
+        # A subtree that never names the Funcs adds nothing to the boxes; skipping it
+        # skips the bounds of its loops and lets (most of a pipeline, for most Funcs:
         # benchmarks/compile_time.py).
-        if not self._mentions_name(node):
+        if not self._mentions_names(node):
             return
         if isinstance(node, n.Expr):
             number = self.structure.of(node)
@@ -160,8 +179,9 @@ class _BoxFinder(IRVisitor):
     def _bounds(self, e: n.Expr) -> Interval:
         return self.intervals.bounds(e, self.scope)
 
-    def _mentions_name(self, node: n.Stmt | n.Expr) -> bool:
-        """Whether a Call or Provide of `name` is in `node`, memoized by node identity."""
+    def _mentions_names(self, node: n.Stmt | n.Expr) -> bool:
+        """Whether a Call or Provide of an access's name is in `node`, memoized by node
+        identity."""
         hit = self.mentions.get(id(node))
         if hit is not None:
             return hit[1]
@@ -178,25 +198,35 @@ class _BoxFinder(IRVisitor):
                 stack.extend(pending)
                 continue
             stack.pop()
-            here = (isinstance(top, (n.Call, n.Provide)) and top.name == self.name
+            here = (isinstance(top, (n.Call, n.Provide)) and top.name in self.by_name
                     or any(self.mentions[id(c)][1] for c in children))
             self.mentions[id(top)] = (top, here)  # keeps top alive: its id stays unique
         return self.mentions[id(node)][1]
 
-    def _record(self, args: tuple[n.Expr, ...]) -> None:
-        self._check_dimensions(len(args))
-        for (lo, hi), arg in zip(self.extremes, args, strict=True):
-            interval = self._bounds(arg)
-            lo.add(interval.min)
-            hi.add(interval.max)
+    def _record(self, name: str, args: tuple[n.Expr, ...], is_call: bool) -> None:
+        """Take the coordinates `args` of a call (or provide) of `name` into the boxes of
+        the accesses that cover it."""
+        recording = [i for i in self.by_name.get(name, ())
+                     if (self.accesses[i].calls if is_call else self.accesses[i].provides)]
+        if not recording:
+            return
+        intervals = [self._bounds(arg) for arg in args]
+        for i in recording:
+            for (lo, hi), interval in zip(self._extremes(i, len(args)), intervals,
+                                          strict=True):
+                lo.add(interval.min)
+                hi.add(interval.max)
 
-    def _check_dimensions(self, dimensions: int) -> None:
-        if self.extremes is None:
-            self.extremes = [(_Extreme(n.Min, self.simplifier), _Extreme(n.Max, self.simplifier))
-                             for _ in range(dimensions)]
-        if dimensions != len(self.extremes):
-            raise InternalError(f"{self.name} is accessed with {len(self.extremes)} and "
-                                f"{dimensions} coordinates")
+    def _extremes(self, i: int, dimensions: int) -> list[tuple[_Extreme, _Extreme]]:
+        extremes = self.extremes[i]
+        if extremes is None:
+            extremes = self.extremes[i] = [
+                (_Extreme(n.Min, self.simplifier), _Extreme(n.Max, self.simplifier))
+                for _ in range(dimensions)]
+        if dimensions != len(extremes):
+            raise InternalError(f"{self.accesses[i].name} is accessed with {len(extremes)} "
+                                f"and {dimensions} coordinates")
+        return extremes
 
     def _visit_in(self, scope: _LazyScope, node: n.Stmt | n.Expr) -> None:
         saved = self.scope, self.walked
@@ -207,13 +237,12 @@ class _BoxFinder(IRVisitor):
             self.scope, self.walked = saved
 
     def visit_Call(self, e: n.Call) -> None:
-        if self.calls and e.name == self.name and e.kind is not n.CallKind.MATH:
-            self._record(e.args)
+        if e.kind is not n.CallKind.MATH:
+            self._record(e.name, e.args, is_call=True)
         self.visit_children(e)
 
     def visit_Provide(self, s: n.Provide) -> None:
-        if self.provides and s.name == self.name:
-            self._record(s.args)
+        self._record(s.name, s.args, is_call=False)
         self.visit_children(s)
 
     def visit_For(self, s: n.For) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from halo.analysis.boxes import boxes_touched
+from halo.analysis.boxes import Access, boxes_touched, boxes_touched_each
 from halo.analysis.interval import Interval
 from halo.analysis.simplify import simplify
 from halo.errors import BoundsError, InternalError
@@ -208,8 +208,9 @@ def _storage_lets(realize: n.Realize, f) -> n.Stmt:
     level. A dimension fixed by bound() covers the bound (reads are checked against it
     before running) and whatever the loops write past it (a round_up tail)."""
     name = f.name
-    box = list(boxes_touched(realize.body, name, calls=True, provides=True))
-    written = boxes_touched(realize.body, name, calls=False, provides=True)
+    touched, written = boxes_touched_each(realize.body, [
+        Access(name, calls=True, provides=True), Access(name, calls=False, provides=True)])
+    box = list(touched)
     for v in f.schedule.bounds:
         i, iv = _bound_interval(f, v)
         box[i] = Interval.union(iv, written[i])
@@ -240,9 +241,15 @@ def _region_checks(name: str, box, what: str, mins, unbounded: str) -> list[Regi
 
 
 def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
+    accesses = [Access(name) for name in ctx.env.inputs]
+    accesses += [Access(name) for name, f in ctx.env.funcs.items()
+                 if ctx.compute_levels[name].kind != "inline" and name not in ctx.outputs
+                 and f.schedule.bounds]
+    accesses += [Access(name, calls=True, provides=True) for name in ctx.outputs]
+    boxes = dict(zip(accesses, boxes_touched_each(stmt, accesses), strict=True))
     for name, inp in ctx.env.inputs.items():
         ctx.checks += _region_checks(
-            name, boxes_touched(stmt, name, calls=True), "input", [const(0)] * inp.ndim,
+            name, boxes[Access(name)], "input", [const(0)] * inp.ndim,
             f"can't bound where input {name} is read in dimension {{i}}: the index is "
             "data-dependent or unbounded. Clamp it (halo.clamp(index, 0, "
             f"{name}.shape[{{i}}] - 1)) or read {name} through a boundary condition")
@@ -250,8 +257,7 @@ def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
         if ctx.compute_levels[name].kind == "inline":
             continue
         # bound() must cover what is read (and, for an output, the region realized).
-        used = _output_region(f) if name in ctx.outputs else \
-            boxes_touched(stmt, name, calls=True)
+        used = _output_region(f) if name in ctx.outputs else boxes.get(Access(name))
         for v in f.schedule.bounds:
             i, iv = _bound_interval(f, v)
             if used is not None and used[i].is_bounded:
@@ -261,7 +267,7 @@ def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
     for name in ctx.outputs:  # what is written, and what other Funcs read of an output
         dims = ctx.env.funcs[name].dimensions
         ctx.checks += _region_checks(
-            name, boxes_touched(stmt, name, provides=True, calls=True), "output",
+            name, boxes[Access(name, calls=True, provides=True)], "output",
             [n.Var(f"{name}.min.{i}") for i in range(dims)],
             f"can't bound where output {name} is written in dimension {{i}} (an update "
             "writes at a data-dependent or unbounded index); clamp the index into the "
