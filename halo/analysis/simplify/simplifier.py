@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import overload
 
 from halo.analysis.simplify import arith, cast, compare, minmax
@@ -77,20 +78,32 @@ def _canonical_order(e: n.Expr) -> n.Expr:
     return type(e)(b, a) if swap else e
 
 
+@dataclass(frozen=True)
+class _Memos:
+    """What the simplifier memoizes in one context (scope of variable ranges and
+    replaced variables): results by node identity (the memo keeps the nodes alive, so
+    identities stay unique) and by structure number, and the constant bounds."""
+    by_identity: dict[int, tuple[n.Expr, n.Expr]]
+    by_structure: dict[int, n.Expr]
+    const_bounds: ConstBounds
+
+
 class Simplifier(IRMutator):
     """Simplifies statements and expressions (`mutate`; `expr` for an expression). One
     instance may serve many calls on IR that shares subtrees: results are memoized by node
-    identity (the memo keeps the nodes alive, so identities stay unique) and by structure
-    (structure.py), per scope of known variable ranges. `simplify` uses a fresh one per call."""
+    identity and by structure (structure.py), per context of known variable ranges and
+    replaced variables (`_Memos`). `simplify` uses a fresh one per call."""
 
     def __init__(self) -> None:
-        self._scope: dict[str, Bounds] = {}
-        self._memo: dict[int, tuple[n.Expr, n.Expr]] = {}
-        self._by_structure: dict[int, n.Expr] = {}
-        self._replacements: dict[str, n.Expr] = {}
-        self._const_bounds = ConstBounds(self._scope)
         self._structure = StructureIds()
         self._linear_forms = LinearForms(self._structure)
+        # The memos of each context (scope and replacements) met so far: sibling loops
+        # and unrolled copies meet the same one, and share its results
+        # (benchmarks/compile_time.py).
+        self._contexts: dict[tuple[frozenset, frozenset], _Memos] = {}
+        self._scope: dict[str, Bounds] = {}
+        self._replacements: dict[str, n.Expr] = {}
+        self._enter({}, {})
 
     # ---------------------------------------------------- what rules may ask (pattern.Analysis)
 
@@ -199,18 +212,32 @@ class Simplifier(IRMutator):
             return let
         return type(let)(let.name, value, body)
 
+    def _enter(self, scope: dict[str, Bounds], replacements: dict[str, n.Expr]) -> None:
+        """Simplify in the context of `scope` and `replacements`, with its memos."""
+        key = (frozenset(scope.items()),
+               frozenset((name, self._structure.of(v)) for name, v in replacements.items()))
+        memos = self._contexts.get(key)
+        if memos is None:
+            memos = self._contexts[key] = _Memos({}, {}, ConstBounds(scope))
+        self._scope, self._replacements = scope, replacements
+        self._memo, self._by_structure = memos.by_identity, memos.by_structure
+        self._const_bounds = memos.const_bounds
+
     @contextmanager
-    def _replacing(self, name: str, value: n.Expr) -> Iterator[None]:
-        """Simplify with the variable `name` replaced by `value` (a Const or Var). The same
-        as simplifying the body with `value` substituted, without rebuilding the body
-        once per such let first (benchmarks/compile_time.py)."""
-        saved = self._replacements, self._memo, self._by_structure
-        self._replacements = {**self._replacements, name: value}
-        self._memo, self._by_structure = {}, {}  # results that saw `name` unreplaced
+    def _context(self, scope: dict[str, Bounds],
+                 replacements: dict[str, n.Expr]) -> Iterator[None]:
+        saved = self._scope, self._replacements
+        self._enter(scope, replacements)
         try:
             yield
         finally:
-            self._replacements, self._memo, self._by_structure = saved
+            self._enter(*saved)
+
+    def _replacing(self, name: str, value: n.Expr):
+        """Simplify with the variable `name` replaced by `value` (a Const or Var). The same
+        as simplifying the body with `value` substituted, without rebuilding the body
+        once per such let first (benchmarks/compile_time.py)."""
+        return self._context(self._scope, {**self._replacements, name: value})
 
     @contextmanager
     def _bound(self, name: str, value: n.Expr, bounds: Bounds | None = None) -> Iterator[None]:
@@ -224,14 +251,8 @@ class Simplifier(IRMutator):
         if bounds == type_bounds(value.type):
             yield
             return
-        saved = self._scope, self._memo, self._by_structure, self._const_bounds
-        self._scope = {**self._scope, name: bounds}
-        self._memo, self._by_structure = {}, {}
-        self._const_bounds = ConstBounds(self._scope)
-        try:
+        with self._context({**self._scope, name: bounds}, self._replacements):
             yield
-        finally:
-            self._scope, self._memo, self._by_structure, self._const_bounds = saved
 
     # ------------------------------------------------------------------------- statements
 
