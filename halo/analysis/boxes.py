@@ -60,18 +60,20 @@ class Access:
 
 
 def boxes_touched(node: n.Stmt | n.Expr, name: str, *, calls: bool = True,
-                  provides: bool = False,
-                  scope: Mapping[str, Interval] | None = None) -> Box | None:
+                  provides: bool = False, scope: Mapping[str, Interval] | None = None,
+                  simplifier: Simplifier | None = None) -> Box | None:
     """The box of `name` that `node` reads (`calls`) and/or writes (`provides`), or None
-    if it does neither (see the module docstring)."""
-    return boxes_touched_each(node, [Access(name, calls, provides)], scope)[0]
+    if it does neither (see the module docstring). A `simplifier` given is used (and its
+    memos kept) for the bounds."""
+    return boxes_touched_each(node, [Access(name, calls, provides)], scope, simplifier)[0]
 
 
 def boxes_touched_each(node: n.Stmt | n.Expr, accesses: Sequence[Access],
-                       scope: Mapping[str, Interval] | None = None) -> list[Box | None]:
+                       scope: Mapping[str, Interval] | None = None,
+                       simplifier: Simplifier | None = None) -> list[Box | None]:
     """`boxes_touched` for each of `accesses`, in one walk of `node` (which bounds each
     loop and let once for all of them)."""
-    finder = _BoxFinder(accesses, _LazyScope(dict(scope or {})))
+    finder = _BoxFinder(accesses, _LazyScope(dict(scope or {})), simplifier or Simplifier())
     finder.visit(node)
     return finder.boxes()
 
@@ -142,13 +144,13 @@ class _BoxFinder(IRVisitor):
     """Walks a statement with a scope of variable intervals, collecting a box for each
     access (see the module docstring)."""
 
-    def __init__(self, accesses: Sequence[Access], scope: _LazyScope):
+    def __init__(self, accesses: Sequence[Access], scope: _LazyScope, simplifier: Simplifier):
         self.accesses = list(accesses)
         self.by_name: dict[str, list[int]] = {}
         for i, access in enumerate(self.accesses):
             self.by_name.setdefault(access.name, []).append(i)
         self.scope = scope
-        self.simplifier = Simplifier()
+        self.simplifier = simplifier
         self.intervals = IntervalAnalysis(self.simplifier)
         self.extremes: list[list[tuple[_Extreme, _Extreme]] | None] = [None] * len(accesses)
         # Expressions already walked in the current scope, by structure: inlining repeats
