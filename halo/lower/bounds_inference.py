@@ -46,9 +46,10 @@ class RegionCheck:
 
 
 def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
-    # One simplifier for the pass: its regions repeat the same expressions, and its
-    # memos save most of the work (benchmarks/compile_time.py).
-    simplifier = Simplifier()
+    # One simplifier for the pass (and the later simplify passes): its regions repeat
+    # the same expressions, and its memos save most of the work
+    # (benchmarks/compile_time.py).
+    simplifier = ctx.simplifier
     for name in reversed(ctx.realized()):  # consumers first: their lets end up outside
         stmt = _AtLevel(name, lambda pc, nm=name: _compute_lets(pc, nm, ctx, simplifier)
                         ).at_level(stmt)
