@@ -6,7 +6,7 @@ first) containing the coordinates of every `Call` to `name` (with `calls`) and/o
 around it; None if there are none. Bounds inference builds every loop bound and
 allocation from it.
 
-The walk keeps a scope of variable intervals:
+The walk keeps a scope of variable intervals (each computed when first looked up):
   * `For(v, min, extent)` binds v to [lo(min), hi(min + extent - 1)], the loop relaxed
     over its whole range (bounds of those expressions in the enclosing scope);
   * `LetStmt` and `Let` bind the name to the interval of the value;
@@ -23,17 +23,19 @@ Variables not in scope stay symbolic. For example, in
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from functools import reduce
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache, reduce
 
 from halo.analysis.interval import Interval, IntervalAnalysis
 from halo.analysis.simplify import Simplifier
 from halo.analysis.simplify.structure import StructureIds
 from halo.errors import InternalError
 from halo.ir import nodes as n
-from halo.ir.visitor import IRVisitor
+from halo.ir.visitor import IRVisitor, child_nodes
 
 Box = tuple[Interval, ...]
+Fact = Callable[[], Interval | None]
 
 
 def box_union(a: Box | None, b: Box | None) -> Box | None:
@@ -48,14 +50,32 @@ def box_union(a: Box | None, b: Box | None) -> Box | None:
     return tuple(intervals.union(p, q) for p, q in zip(a, b, strict=True))
 
 
+@dataclass(frozen=True)
+class Access:
+    """Which accesses of Func or buffer `name` a box covers: reads (`calls`) and/or
+    writes (`provides`)."""
+    name: str
+    calls: bool = True
+    provides: bool = False
+
+
 def boxes_touched(node: n.Stmt | n.Expr, name: str, *, calls: bool = True,
-                  provides: bool = False,
-                  scope: Mapping[str, Interval] | None = None) -> Box | None:
+                  provides: bool = False, scope: Mapping[str, Interval] | None = None,
+                  simplifier: Simplifier | None = None) -> Box | None:
     """The box of `name` that `node` reads (`calls`) and/or writes (`provides`), or None
-    if it does neither (see the module docstring)."""
-    finder = _BoxFinder(name, calls, provides, dict(scope or {}))
+    if it does neither (see the module docstring). A `simplifier` given is used (and its
+    memos kept) for the bounds."""
+    return boxes_touched_each(node, [Access(name, calls, provides)], scope, simplifier)[0]
+
+
+def boxes_touched_each(node: n.Stmt | n.Expr, accesses: Sequence[Access],
+                       scope: Mapping[str, Interval] | None = None,
+                       simplifier: Simplifier | None = None) -> list[Box | None]:
+    """`boxes_touched` for each of `accesses`, in one walk of `node` (which bounds each
+    loop and let once for all of them)."""
+    finder = _BoxFinder(accesses, _LazyScope(dict(scope or {})), simplifier or Simplifier())
     finder.visit(node)
-    return finder.box
+    return finder.boxes()
 
 
 class _Extreme:
@@ -90,29 +110,67 @@ class _Extreme:
         return self.simplifier.expr(reduce(self.op, self.candidates))
 
 
-class _BoxFinder(IRVisitor):
-    """Walks a statement with a scope of variable intervals, collecting the box of `name`
-    (see the module docstring)."""
+class _LazyScope(Mapping[str, Interval]):
+    """Variable intervals, each computed when first looked up: a walk binds every loop
+    and let on the way to a Call, but an access depends on few of them (the lets of
+    bounds inference are most of a pipeline: benchmarks/compile_time.py)."""
 
-    def __init__(self, name: str, calls: bool, provides: bool, scope: dict[str, Interval]):
-        self.name, self.calls, self.provides = name, calls, provides
+    def __init__(self, entries: dict[str, Interval | Callable[[], Interval]]):
+        self._entries = entries
+
+    def __getitem__(self, name: str) -> Interval:
+        entry = self._entries[name]
+        if not isinstance(entry, Interval):
+            entry = entry()
+            self._entries[name] = entry
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def bind(self, name: str, interval: Callable[[], Interval]) -> _LazyScope:
+        """This scope and `name` in the interval `interval()` computes (once, shared by
+        the scopes made from the new one)."""
+        return _LazyScope({**self._entries, name: cache(interval)})
+
+
+class _BoxFinder(IRVisitor):
+    """Walks a statement with a scope of variable intervals, collecting a box for each
+    access (see the module docstring)."""
+
+    def __init__(self, accesses: Sequence[Access], scope: _LazyScope, simplifier: Simplifier):
+        self.accesses = list(accesses)
+        self.by_name: dict[str, list[int]] = {}
+        for i, access in enumerate(self.accesses):
+            self.by_name.setdefault(access.name, []).append(i)
         self.scope = scope
-        self.simplifier = Simplifier()
+        self.simplifier = simplifier
         self.intervals = IntervalAnalysis(self.simplifier)
-        self.extremes: list[tuple[_Extreme, _Extreme]] | None = None
+        self.extremes: list[list[tuple[_Extreme, _Extreme]] | None] = [None] * len(accesses)
         # Expressions already walked in the current scope, by structure: inlining repeats
         # subexpressions, and walking a copy again would find the same boxes.
         self.structure = StructureIds()
         self.walked: set[int] = set()
+        self.mentions: dict[int, tuple[n.Stmt | n.Expr, bool]] = {}
 
-    @property
-    def box(self) -> Box | None:
-        """The box found so far, or None if `name` was not touched."""
-        if self.extremes is None:
-            return None
-        return tuple(Interval(lo.value(), hi.value()) for lo, hi in self.extremes)
+    def boxes(self) -> list[Box | None]:
+        """The box found so far of each access, or None where it touched nothing."""
+        return [None if extremes is None else
+                tuple(Interval(lo.value(), hi.value()) for lo, hi in extremes)
+                for extremes in self.extremes]
 
     def visit(self, node: n.Stmt | n.Expr) -> None:
+        # A subtree that never names the Funcs adds nothing to the boxes; skipping it
+        # skips the bounds of its loops and lets (most of a pipeline, for most Funcs:
+        # benchmarks/compile_time.py).
+        if not self._mentions_names(node):
+            return
         if isinstance(node, n.Expr):
             number = self.structure.of(node)
             if number in self.walked:
@@ -123,22 +181,56 @@ class _BoxFinder(IRVisitor):
     def _bounds(self, e: n.Expr) -> Interval:
         return self.intervals.bounds(e, self.scope)
 
-    def _record(self, args: tuple[n.Expr, ...]) -> None:
-        self._check_dimensions(len(args))
-        for (lo, hi), arg in zip(self.extremes, args, strict=True):
-            interval = self._bounds(arg)
-            lo.add(interval.min)
-            hi.add(interval.max)
+    def _mentions_names(self, node: n.Stmt | n.Expr) -> bool:
+        """Whether a Call or Provide of an access's name is in `node`, memoized by node
+        identity."""
+        hit = self.mentions.get(id(node))
+        if hit is not None:
+            return hit[1]
+        # Iterative post-order, so that deep expressions don't exhaust the Python stack.
+        stack = [node]
+        while stack:
+            top = stack[-1]
+            if id(top) in self.mentions:
+                stack.pop()
+                continue
+            children = child_nodes(top)
+            pending = [c for c in children if id(c) not in self.mentions]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            here = (isinstance(top, (n.Call, n.Provide)) and top.name in self.by_name
+                    or any(self.mentions[id(c)][1] for c in children))
+            self.mentions[id(top)] = (top, here)  # keeps top alive: its id stays unique
+        return self.mentions[id(node)][1]
 
-    def _check_dimensions(self, dimensions: int) -> None:
-        if self.extremes is None:
-            self.extremes = [(_Extreme(n.Min, self.simplifier), _Extreme(n.Max, self.simplifier))
-                             for _ in range(dimensions)]
-        if dimensions != len(self.extremes):
-            raise InternalError(f"{self.name} is accessed with {len(self.extremes)} and "
-                                f"{dimensions} coordinates")
+    def _record(self, name: str, args: tuple[n.Expr, ...], is_call: bool) -> None:
+        """Take the coordinates `args` of a call (or provide) of `name` into the boxes of
+        the accesses that cover it."""
+        recording = [i for i in self.by_name.get(name, ())
+                     if (self.accesses[i].calls if is_call else self.accesses[i].provides)]
+        if not recording:
+            return
+        intervals = [self._bounds(arg) for arg in args]
+        for i in recording:
+            for (lo, hi), interval in zip(self._extremes(i, len(args)), intervals,
+                                          strict=True):
+                lo.add(interval.min)
+                hi.add(interval.max)
 
-    def _visit_in(self, scope: dict[str, Interval], node: n.Stmt | n.Expr) -> None:
+    def _extremes(self, i: int, dimensions: int) -> list[tuple[_Extreme, _Extreme]]:
+        extremes = self.extremes[i]
+        if extremes is None:
+            extremes = self.extremes[i] = [
+                (_Extreme(n.Min, self.simplifier), _Extreme(n.Max, self.simplifier))
+                for _ in range(dimensions)]
+        if dimensions != len(extremes):
+            raise InternalError(f"{self.accesses[i].name} is accessed with {len(extremes)} "
+                                f"and {dimensions} coordinates")
+        return extremes
+
+    def _visit_in(self, scope: _LazyScope, node: n.Stmt | n.Expr) -> None:
         saved = self.scope, self.walked
         self.scope, self.walked = scope, set()
         try:
@@ -147,21 +239,22 @@ class _BoxFinder(IRVisitor):
             self.scope, self.walked = saved
 
     def visit_Call(self, e: n.Call) -> None:
-        if self.calls and e.name == self.name and e.kind is not n.CallKind.MATH:
-            self._record(e.args)
+        if e.kind is not n.CallKind.MATH:
+            self._record(e.name, e.args, is_call=True)
         self.visit_children(e)
 
     def visit_Provide(self, s: n.Provide) -> None:
-        if self.provides and s.name == self.name:
-            self._record(s.args)
+        self._record(s.name, s.args, is_call=False)
         self.visit_children(s)
 
     def visit_For(self, s: n.For) -> None:
         self.visit(s.min)
         self.visit(s.extent)
         last = n.Sub(n.Add(s.min, s.extent), n.const(1, s.min.type))
-        loop = Interval(self._bounds(s.min).min, self._bounds(last).max)
-        self._visit_in({**self.scope, s.name: loop}, s.body)
+        scope = self.scope
+        self._visit_in(scope.bind(s.name, lambda: Interval(
+            self.intervals.bounds(s.min, scope).min, self.intervals.bounds(last, scope).max)),
+            s.body)
 
     def visit_LetStmt(self, s: n.LetStmt) -> None:
         self._visit_let(s.name, s.value, s.body)
@@ -171,7 +264,8 @@ class _BoxFinder(IRVisitor):
 
     def _visit_let(self, name: str, value: n.Expr, body: n.Stmt | n.Expr) -> None:
         self.visit(value)
-        self._visit_in({**self.scope, name: self._bounds(value)}, body)
+        scope = self.scope
+        self._visit_in(scope.bind(name, lambda: self.intervals.bounds(value, scope)), body)
 
     def visit_IfThenElse(self, s: n.IfThenElse) -> None:
         self.visit(s.condition)
@@ -181,15 +275,20 @@ class _BoxFinder(IRVisitor):
 
     # --------------------------------------------------------------- conditions as bounds
 
-    def _tightened(self, cond: n.Expr, truth: bool) -> dict[str, Interval]:
+    def _tightened(self, cond: n.Expr, truth: bool) -> _LazyScope:
         """The scope, with the variables that `cond == truth` bounds narrowed."""
-        scope = dict(self.scope)
-        for var, bound in self._facts(cond, truth):
-            scope[var] = self.intervals.intersect(scope[var], bound)
+        scope = self.scope
+        for var, fact in self._facts(cond, truth):
+            scope = scope.bind(var, lambda outer=scope, var=var, fact=fact:
+                               self._narrowed(outer[var], fact()))
         return scope
 
-    def _facts(self, cond: n.Expr, truth: bool) -> list[tuple[str, Interval]]:
-        """(variable, interval it lies in) for each bound that `cond == truth` implies."""
+    def _narrowed(self, interval: Interval, fact: Interval | None) -> Interval:
+        return interval if fact is None else self.intervals.intersect(interval, fact)
+
+    def _facts(self, cond: n.Expr, truth: bool) -> list[tuple[str, Fact]]:
+        """(variable, interval it lies in, or None if unknown) for each bound that
+        `cond == truth` implies; the intervals are computed on first use."""
         match cond:
             case n.Not(a=a) if a.type.is_bool:
                 return self._facts(a, not truth)
@@ -206,16 +305,21 @@ class _BoxFinder(IRVisitor):
                 return self._order_facts(a, b, False) + self._order_facts(b, a, False)
         return []
 
-    def _order_facts(self, a: n.Expr, b: n.Expr, strict: bool) -> list[tuple[str, Interval]]:
+    def _order_facts(self, a: n.Expr, b: n.Expr, strict: bool) -> list[tuple[str, Fact]]:
         """Bounds implied by a < b (strict) or a <= b on a Var side in scope."""
         one = n.const(1 if strict else 0, a.type)
+        scope = self.scope
+
+        def below_b() -> Interval | None:
+            hi = self.intervals.bounds(b, scope).max
+            return None if hi is None else Interval(None, self.simplifier.expr(n.Sub(hi, one)))
+
+        def above_a() -> Interval | None:
+            lo = self.intervals.bounds(a, scope).min
+            return None if lo is None else Interval(self.simplifier.expr(n.Add(lo, one)), None)
         facts = []
-        if isinstance(a, n.Var) and a.name in self.scope:
-            hi = self._bounds(b).max
-            if hi is not None:
-                facts.append((a.name, Interval(None, self.simplifier.expr(n.Sub(hi, one)))))
-        if isinstance(b, n.Var) and b.name in self.scope:
-            lo = self._bounds(a).min
-            if lo is not None:
-                facts.append((b.name, Interval(self.simplifier.expr(n.Add(lo, one)), None)))
+        if isinstance(a, n.Var) and a.name in scope:
+            facts.append((a.name, below_b))
+        if isinstance(b, n.Var) and b.name in scope:
+            facts.append((b.name, above_a))
         return facts

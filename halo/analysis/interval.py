@@ -28,6 +28,7 @@ How each node is bounded:
 """
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -158,7 +159,7 @@ class IntervalAnalysis:
             case n.Var(name=name):
                 return scope.get(name, Interval.point(e))
             case n.Let(name=name, value=value, body=body):
-                inner = {**scope, name: self._of(value, scope)}
+                inner = ChainMap({name: self._of(value, scope)}, scope)
                 return self._of(body, inner)
             case n.Call(name="promise_clamped", args=(value, lo, hi)):
                 v = self._of(value, scope)

@@ -94,20 +94,25 @@ def rewrite(node: Node, fn) -> Node:
     return _FunctionMutator(fn).mutate(node)
 
 
+def child_nodes(node: Node) -> list[Node]:
+    """The nodes directly inside `node` (in tuples too, such as Realize bounds)."""
+    kids = []
+    for _, child in _children(node):
+        if _is_node(child):
+            kids.append(child)
+        elif isinstance(child, tuple):
+            for c in child:
+                if _is_node(c):
+                    kids.append(c)
+                elif isinstance(c, tuple):
+                    kids.extend(x for x in c if _is_node(x))
+    return kids
+
+
 def walk(node: Node):
     """Every node of the tree, parents before children."""
     stack = [node]
     while stack:
         n = stack.pop()
         yield n
-        kids = []
-        for _, child in _children(n):
-            if _is_node(child):
-                kids.append(child)
-            elif isinstance(child, tuple):
-                for c in child:
-                    if _is_node(c):
-                        kids.append(c)
-                    elif isinstance(c, tuple):
-                        kids.extend(x for x in c if _is_node(x))
-        stack.extend(reversed(kids))
+        stack.extend(reversed(child_nodes(n)))

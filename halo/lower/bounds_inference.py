@@ -20,9 +20,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from halo.analysis.boxes import boxes_touched
+from halo.analysis.boxes import Access, boxes_touched, boxes_touched_each
 from halo.analysis.interval import Interval
-from halo.analysis.simplify import simplify
+from halo.analysis.simplify import Simplifier
 from halo.errors import BoundsError, InternalError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
@@ -47,17 +47,22 @@ class RegionCheck:
 
 
 def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    # One simplifier for the pass (and the later simplify passes): its regions repeat
+    # the same expressions, and its memos save most of the work
+    # (benchmarks/compile_time.py).
+    simplifier = ctx.simplifier
     for name in reversed(ctx.realized()):  # consumers first: their lets end up outside
-        stmt = _AtLevel(name, lambda pc, nm=name: _compute_lets(pc, nm, ctx)).at_level(stmt)
-        stmt = _At(n.Realize, name, lambda r, nm=name: _storage_lets(r, ctx.env.funcs[nm])
-                   ).mutate(stmt)
+        stmt = _AtLevel(name, lambda pc, nm=name: _compute_lets(pc, nm, ctx, simplifier)
+                        ).at_level(stmt)
+        stmt = _At(n.Realize, name, lambda r, nm=name: _storage_lets(
+            r, ctx.env.funcs[nm], simplifier)).mutate(stmt)
     lets: list[tuple[str, n.Expr]] = []
     for name in ctx.outputs:
         f = ctx.env.funcs[name]
         region = _apply_bounds(f, _output_region(f))
         lets += _stage_lets(name, region, region, ctx)
     stmt = _wrap(lets, stmt)
-    _record_checks(stmt, ctx)
+    _record_checks(stmt, ctx, simplifier)
     ctx.checks[:] = [_strip_promises(c) for c in ctx.checks]
     return _strip_promises(stmt)
 
@@ -152,9 +157,10 @@ def _stage_lets(name: str, pure_region, required, ctx: LowerContext):
     return lets
 
 
-def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext):
+def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
+                  simplifier: Simplifier):
     f = ctx.env.funcs[name]
-    required = boxes_touched(pc.consume, name, calls=True)
+    required = boxes_touched(pc.consume, name, calls=True, simplifier=simplifier)
     if required is None:
         raise InternalError(f"{name} is realized but never read")
     for i, iv in enumerate(required):
@@ -167,7 +173,8 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext):
     pure_region = required
     updates = pc.produce.stmts[1:] if isinstance(pc.produce, n.Block) else ()
     if updates:
-        touched = boxes_touched(n.Block(tuple(updates)), name, calls=True, provides=True)
+        touched = boxes_touched(n.Block(tuple(updates)), name, calls=True, provides=True,
+                                simplifier=simplifier)
         pure_region = []
         for i, (req, iv) in enumerate(zip(required, touched, strict=True)):
             if not iv.is_bounded:
@@ -177,7 +184,7 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext):
                     "cover (e.g. halo.clamp(idx, 0, bins - 1))")
             pure_region.append(Interval.union(req, iv))
     lets = _stage_lets(name, pure_region, required, ctx)
-    return [(nm, simplify(v)) for nm, v in lets]
+    return [(nm, simplifier.expr(v)) for nm, v in lets]
 
 
 def _output_region(f) -> list[Interval]:
@@ -204,13 +211,15 @@ def _apply_bounds(f, region: list[Interval]) -> list[Interval]:
     return region
 
 
-def _storage_lets(realize: n.Realize, f) -> n.Stmt:
+def _storage_lets(realize: n.Realize, f, simplifier: Simplifier) -> n.Stmt:
     """Storage covers what f's stages write and its consumers read inside the store
     level. A dimension fixed by bound() covers the bound (reads are checked against it
     before running) and whatever the loops write past it (a round_up tail)."""
     name = f.name
-    box = list(boxes_touched(realize.body, name, calls=True, provides=True))
-    written = boxes_touched(realize.body, name, calls=False, provides=True)
+    touched, written = boxes_touched_each(realize.body, [
+        Access(name, calls=True, provides=True), Access(name, calls=False, provides=True)],
+        simplifier=simplifier)
+    box = list(touched)
     for v in f.schedule.bounds:
         i, iv = _bound_interval(f, v)
         box[i] = Interval.union(iv, written[i])
@@ -219,15 +228,16 @@ def _storage_lets(realize: n.Realize, f) -> n.Stmt:
     for i, iv in enumerate(box):
         if not iv.is_bounded:
             raise InternalError(f"allocation of {name} is unbounded in dimension {i}")
-        lo, hi = simplify(iv.min), simplify(iv.max)
+        lo, hi = simplifier.expr(iv.min), simplifier.expr(iv.max)
         lets += [(f"{name}.min.{i}", lo),
-                 (f"{name}.extent.{i}", simplify(n.Add(n.Sub(hi, lo), const(1))))]
+                 (f"{name}.extent.{i}", simplifier.expr(n.Add(n.Sub(hi, lo), const(1))))]
         bounds.append((n.Var(f"{name}.min.{i}"), n.Var(f"{name}.extent.{i}")))
     body = n.Realize(name, realize.type, tuple(bounds), realize.body, realize.scope)
     return _wrap(lets, body)
 
 
-def _region_checks(name: str, box, what: str, mins, unbounded: str) -> list[RegionCheck]:
+def _region_checks(name: str, box, what: str, mins, unbounded: str,
+                   simplifier: Simplifier) -> list[RegionCheck]:
     """One check per dimension that `box` (what the code touches of array `name`) lies
     in [mins[i], mins[i] + extent); `unbounded` (formatted with the dimension `i`) is the
     error when halo can't bound the access."""
@@ -235,7 +245,8 @@ def _region_checks(name: str, box, what: str, mins, unbounded: str) -> list[Regi
     for i, iv in enumerate(box or ()):
         if not iv.is_bounded:
             raise BoundsError(unbounded.format(i=i))
-        checks.append(RegionCheck(name, i, simplify(iv.min), simplify(iv.max), mins[i],
+        checks.append(RegionCheck(name, i, simplifier.expr(iv.min), simplifier.expr(iv.max),
+                                  mins[i],
                                   n.Var(f"{name}.extent.{i}"), what))
     return checks
 
@@ -243,7 +254,8 @@ def _region_checks(name: str, box, what: str, mins, unbounded: str) -> list[Regi
 _MAX_VARIANTS = 64
 
 
-def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
+def _record_checks(stmt: n.Stmt, ctx: LowerContext,
+                   simplifier: Simplifier) -> None:
     """The checks of what `stmt` accesses. A specialized stage runs one of its nests, so
     the accesses of each combination of branches are checked only under the conditions
     that choose it (a branch not taken may read past an input's end)."""
@@ -252,7 +264,7 @@ def _record_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
         variants = [(None, stmt)]
     for when, variant in variants:
         start = len(ctx.checks)
-        _record_variant_checks(variant, ctx)
+        _record_variant_checks(variant, ctx, simplifier)
         ctx.checks[start:] = [replace(c, when=when) for c in ctx.checks[start:]]
 
 
@@ -274,33 +286,42 @@ def _branch_variants(stmt: n.Stmt) -> list[tuple[n.Expr | None, n.Stmt]]:
     return out
 
 
-def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext) -> None:
+def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext,
+                           simplifier: Simplifier) -> None:
+    accesses = [Access(name) for name in ctx.env.inputs]
+    accesses += [Access(name) for name, f in ctx.env.funcs.items()
+                 if ctx.compute_levels[name].kind != "inline" and name not in ctx.outputs
+                 and f.schedule.bounds]
+    accesses += [Access(name, calls=True, provides=True) for name in ctx.outputs]
+    boxes = dict(zip(accesses, boxes_touched_each(stmt, accesses, simplifier=simplifier),
+                     strict=True))
     for name, inp in ctx.env.inputs.items():
         ctx.checks += _region_checks(
-            name, boxes_touched(stmt, name, calls=True), "input", [const(0)] * inp.ndim,
+            name, boxes[Access(name)], "input", [const(0)] * inp.ndim,
             f"can't bound where input {name} is read in dimension {{i}}: the index is "
             "data-dependent or unbounded. Clamp it (halo.clamp(index, 0, "
-            f"{name}.shape[{{i}}] - 1)) or read {name} through a boundary condition")
+            f"{name}.shape[{{i}}] - 1)) or read {name} through a boundary condition",
+            simplifier)
     for name, f in ctx.env.funcs.items():
         if ctx.compute_levels[name].kind == "inline":
             continue
         # bound() must cover what is read (and, for an output, the region realized).
-        used = _output_region(f) if name in ctx.outputs else \
-            boxes_touched(stmt, name, calls=True)
+        used = _output_region(f) if name in ctx.outputs else boxes.get(Access(name))
         for v in f.schedule.bounds:
             i, iv = _bound_interval(f, v)
             if used is not None and used[i].is_bounded:
                 ctx.checks.append(RegionCheck(
-                    name, i, simplify(used[i].min), simplify(used[i].max), simplify(iv.min),
-                    simplify(n.Add(n.Sub(iv.max, iv.min), const(1))), "bound"))
+                    name, i, simplifier.expr(used[i].min), simplifier.expr(used[i].max),
+                    simplifier.expr(iv.min),
+                    simplifier.expr(n.Add(n.Sub(iv.max, iv.min), const(1))), "bound"))
     for name in ctx.outputs:  # what is written, and what other Funcs read of an output
         dims = ctx.env.funcs[name].dimensions
         ctx.checks += _region_checks(
-            name, boxes_touched(stmt, name, provides=True, calls=True), "output",
+            name, boxes[Access(name, calls=True, provides=True)], "output",
             [n.Var(f"{name}.min.{i}") for i in range(dims)],
             f"can't bound where output {name} is written in dimension {{i}} (an update "
             "writes at a data-dependent or unbounded index); clamp the index into the "
-            f"output's range, e.g. halo.clamp(idx, 0, {name}_size - 1)")
+            f"output's range, e.g. halo.clamp(idx, 0, {name}_size - 1)", simplifier)
 
 
 def describe(check: RegionCheck, lo: int, hi: int, lo_ok: int, extent: int) -> BoundsError:

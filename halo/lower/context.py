@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from halo.analysis.simplify import Simplifier
 from halo.lang.environment import Environment
 from halo.schedule.records import LoopLevel
 
@@ -29,6 +30,9 @@ class LowerContext:
     checks: list[RegionCheck] = field(default_factory=list)
     # Funcs that reuse values across iterations of a loop (filled by sliding_window).
     sliding_windows: dict[str, SlidingWindow] = field(default_factory=dict)
+    # The simplifier of the pipeline's simplify passes: they meet the same expressions,
+    # and its memos save most of their work (benchmarks/compile_time.py).
+    simplifier: Simplifier = field(default_factory=Simplifier)
 
     @property
     def outputs(self) -> list[str]:

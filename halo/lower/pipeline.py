@@ -8,7 +8,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
 from halo.ir.printer import stmt_to_str
 from halo.lang.environment import Environment
@@ -26,7 +25,7 @@ from halo.lower.vectorize_loops import vectorize_loops
 
 
 def _simplify(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
-    return simplify(stmt)
+    return ctx.simplifier.mutate(stmt)
 
 
 PASSES = [

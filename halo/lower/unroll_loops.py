@@ -11,7 +11,7 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind, block, const
 from halo.ir.printer import expr_to_str
-from halo.ir.substitute import substitute
+from halo.ir.substitute import substitute, var_names
 from halo.ir.visitor import IRMutator
 from halo.lower.context import LowerContext
 
@@ -25,13 +25,27 @@ def unroll_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 class _Unroll(IRMutator):
     def __init__(self, ctx: LowerContext):
         self.ctx = ctx
-        self.lets: dict[str, n.Expr] = {}  # enclosing lets, substituted into each other
+        self.lets: dict[str, n.Expr] = {}  # the values of the enclosing lets
+        self.resolved: dict[str, n.Expr] = {}  # of those, the ones `_resolve` computed
 
     def visit_LetStmt(self, let: n.LetStmt) -> n.Stmt:
-        self.lets[let.name] = simplify(substitute(let.value, self.lets))
+        self.lets[let.name] = let.value
         body = self.mutate(let.body)
         del self.lets[let.name]
+        self.resolved.pop(let.name, None)
         return let if body is let.body else n.LetStmt(let.name, let.value, body)
+
+    def _resolve(self, e: n.Expr) -> n.Expr:
+        """`e` with the enclosing lets substituted (their values resolved the same way)."""
+        # Only the lets `e` uses are resolved: resolving every let of a pipeline, each a
+        # large expression, was most of this pass (benchmarks/compile_time.py).
+        used = {name: self._resolved(name) for name in var_names(e) if name in self.lets}
+        return simplify(substitute(e, used))
+
+    def _resolved(self, name: str) -> n.Expr:
+        if name not in self.resolved:
+            self.resolved[name] = self._resolve(self.lets[name])
+        return self.resolved[name]
 
     def visit_For(self, loop: n.For) -> n.Stmt:
         loop = self.mutate_children(loop)
@@ -39,7 +53,7 @@ class _Unroll(IRMutator):
             return loop
         # An extent can be constant only through the lets around it (a stencil window
         # computed at its consumer spans `max - min + 1` = 3).
-        extent = simplify(substitute(loop.extent, self.lets))
+        extent = self._resolve(loop.extent)
         label = self.ctx.loop_labels.get(loop.name, loop.name)
         verb = "unroll" if loop.kind is ForKind.UNROLLED else "vectorize"
         if not isinstance(extent, n.Const):

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from halo.analysis.boxes import Box, box_union, boxes_touched
+from halo.analysis.boxes import Access, Box, box_union, boxes_touched, boxes_touched_each
 from halo.analysis.interval import Interval
 from halo.analysis.simplify import simplify
 from halo.errors import InternalError
@@ -109,6 +109,23 @@ def test_wrappers_are_walked_and_scope_is_used() -> None:
     assert shown(boxes_touched(realize, "g")) == "[min(m - 1, 3), max(e + m, 3)]"
     scope = {"m": Interval(c(0), c(10)), "e": Interval(c(1), c(5))}
     assert shown(boxes_touched(realize, "g", scope=scope)) == "[-1, 15]"
+
+
+def test_boxes_of_several_accesses_in_one_walk() -> None:
+    """boxes_touched_each gives, per access, what boxes_touched gives alone: reads and
+    writes of different Funcs under an if, a let and loops, in one walk."""
+    inp = n.Call(int32, "inp", (n.Add(y, c(2)),), n.CallKind.INPUT)
+    cond = n.LT(x, n.Var("k"))
+    inner = n.IfThenElse(cond, n.Provide("f", n.Add(g(x, inp), c(1)), (x, y)),
+                         n.Provide("f", g(n.Sub(x, c(1)), y), (x, y)))
+    stmt = loop("y", c(0), H, n.LetStmt("k", n.Mul(y, c(2)), loop("x", m, e, inner)))
+    accesses = [Access("g"), Access("inp"), Access("f", calls=False, provides=True),
+                Access("f"), Access("g", calls=True, provides=True), Access("h")]
+    each = boxes_touched_each(stmt, accesses)
+    alone = [boxes_touched(stmt, a.name, calls=a.calls, provides=a.provides)
+             for a in accesses]
+    assert [shown(b) for b in each] == [shown(b) for b in alone]
+    assert shown(each[1]) == "[2, H + 1]" and each[3] is None and each[5] is None
 
 
 def test_box_union() -> None:

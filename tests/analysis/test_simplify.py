@@ -561,6 +561,20 @@ def test_if_let_and_block_rules() -> None:
         == "f[x] = 1\n"
 
 
+def test_shared_subtrees_under_different_lets_and_loops() -> None:
+    """The same body object under lets of different constants, and under loops of
+    different ranges, simplifies per its own context (results are memoized per context)."""
+    body = provide("f", var("t") * 2 + mn(x, 9), x)
+    copies = n.block(n.LetStmt("t", c(1).node, body), n.LetStmt("t", c(2).node, body))
+    assert stmt_text(copies) == "f[x] = min(x, 9) + 2\nf[x] = min(x, 9) + 4\n"
+    inner = provide("f", mn(x, 9) + x % 16, x)
+    loops = n.block(serial("x", c(0), c(8), inner), serial("x", c(0), c(12), inner),
+                    serial("x", c(0), c(8), inner))
+    assert stmt_text(loops) == ("for x in range(8):\n  f[x] = x * 2\n"
+                                "for x in range(12):\n  f[x] = x + min(x, 9)\n"
+                                "for x in range(8):\n  f[x] = x * 2\n")
+
+
 def test_let_bound_to_a_load_is_not_moved_across_a_store() -> None:
     """A let of a Load stays where it is when a Store to the buffer follows."""
     s = n.LetStmt("t", n.Load(int32, "buf", n.const(0)), n.block(

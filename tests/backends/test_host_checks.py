@@ -11,7 +11,7 @@ from halo.backends.host_checks import _div, _mod, _py, compile_checks
 from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.substitute import substitute
-from halo.ir.types import float32
+from halo.ir.types import bool_, float32, int32, int64, uint8
 from halo.lower.bounds_inference import RegionCheck
 
 a, b = n.Var("a"), n.Var("b")
@@ -53,10 +53,44 @@ def test_an_empty_range_never_fails():
     assert compile_checks([check])({}) is None
 
 
-def test_unsupported_expressions_are_internal_errors():
-    """A float operation in a region check is a compiler bug, reported as one."""
+p = n.Var("p", float32)
+a64, a8 = n.Cast(int64, a), n.Cast(uint8, a)
+PURE = [
+    n.Call(int32, "abs", (n.Sub(a, n.const(5)),), n.CallKind.MATH),
+    n.Max(n.Call(int32, "abs", (a,), n.CallKind.MATH), b),
+    n.Cast(int32, n.Call(float32, "floor", (n.Mul(p, n.const(1.5, float32)),),
+                         n.CallKind.MATH)),
+    n.Cast(int32, n.Div(n.Cast(float32, a), n.const(3.0, float32))),  # truncates to zero
+    n.Cast(int32, n.Mul(a8, n.const(40, uint8))),  # uint8 wraps
+    n.Cast(int32, n.Mul(n.Mul(a64, n.const(1 << 40, int64)), a64)),  # int64 -> int32 wraps
+    n.Xor(a, b), n.And(a, n.const(6)), n.Or(a, b), n.Not(a),  # bitwise on integers
+    n.Cast(int32, n.Cast(bool_, a)),  # bool is a != 0
+    n.Let("t", n.Add(a, b), n.Mul(n.Var("t"), n.Var("t"))),
+    n.Select(n.LT(p, n.const(0.5, float32)), a, b),
+]
+
+
+@pytest.mark.parametrize("expr", PURE, ids=range(len(PURE)))
+def test_every_pure_scalar_expression_matches_constant_folding(expr):
+    """Math calls (abs), casts that wrap, round or truncate, float and narrow arithmetic,
+    bitwise ops and lets evaluate as the IR defines them (the simplifier's folding)."""
+    run = compile_checks([_single(expr)])
+    for va, vb, vp in itertools.product([-7, -1, 0, 1, 5, 300], [-3, 0, 2], [-1.3, 0.25, 2.5]):
+        consts = {"a": n.const(va), "b": n.const(vb), "p": n.const(vp, float32)}
+        want = simplify(substitute(expr, consts))
+        assert isinstance(want, n.Const)
+        # The check [e, e] in [e, e]: never fails, so read e from a failing variant.
+        failing = compile_checks([RegionCheck("x", 0, expr, expr, n.Add(expr, n.const(1)),
+                                              n.const(1), "input")])
+        assert run({"a": va, "b": vb, "p": vp}) is None
+        assert failing({"a": va, "b": vb, "p": vp})[1] == want.value, (expr, va, vb, vp)
+
+
+def test_expressions_that_read_memory_are_internal_errors():
+    """A Load in a region check can't be evaluated before running: a compiler bug,
+    reported as one."""
     with pytest.raises(InternalError, match="can't evaluate"):
-        compile_checks([_single(n.Call(n.Var("f").type, "sqrt", (a,), n.CallKind.MATH))])
+        compile_checks([_single(n.Load(int32, "buf", a))])
 
 
 def test_a_check_under_a_condition_runs_only_when_it_holds():

@@ -243,3 +243,27 @@ def test_masked_vector_tail_on_the_stack():
     stmt = c.lower().stmt
     assert any(isinstance(s, n.Store) and s.predicate is not None for s in walk(stmt))
     assert_matches_reference(c, (4, 10), {inp: image}, 2 * (image[:, :10] + image[:, 2:12]))
+
+
+@pytest.mark.parametrize("size", [1, 5, 11, 13])
+def test_read_at_an_abs_index_of_a_root_func(size):
+    """g[abs(x - 5)] with g computed at root: g's region and the region checks use
+    abs (the checks evaluate it before running)."""
+    i = halo.Var("i")
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[i] = inp[i] * 3 + 1
+    f[i] = g[halo.abs(i - 5)] - inp[halo.abs(i - 2)]
+    g.compute_root()
+    data = np.arange(17, dtype=np.int32) * 7 - 20
+    assert_matches_reference(f, (size,), inputs={inp: data})
+
+
+def test_out_of_range_read_at_an_abs_index_is_a_bounds_error():
+    """Reading an input at abs(x - 5) past its end is reported like any other read."""
+    i = halo.Var("i")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f = halo.Func("f")
+    f[i] = inp[halo.abs(i - 5)]
+    with pytest.raises(halo.BoundsError, match=r"input inp is accessed at \[0, 9\]"):
+        f.realize((15,), inputs={inp: np.zeros(6, np.float32)})

@@ -11,6 +11,7 @@ small ranges, e.g. of loop variables or of `int32(u8)`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 
 from halo.ir import nodes as n
 from halo.ir.types import Type
@@ -18,6 +19,7 @@ from halo.ir.types import Type
 Bounds = tuple[int, int]
 
 
+@cache  # asked for at every node; NumPy's iinfo is slow to build
 def type_bounds(t: Type) -> Bounds:
     """The range of an integer or bool type."""
     return int(t.min_value()), int(t.max_value())

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import overload
 
 from halo.analysis.simplify import arith, cast, compare, minmax
@@ -33,7 +34,7 @@ from halo.analysis.simplify.linear import LinearForm, LinearForms
 from halo.analysis.simplify.pattern import COMMUTATIVE, RuleTable
 from halo.analysis.simplify.structure import StructureIds
 from halo.ir import nodes as n
-from halo.ir.substitute import substitute, uses_var
+from halo.ir.substitute import uses_var
 from halo.ir.visitor import IRMutator, Node
 
 RULES = RuleTable(arith.RULES, minmax.RULES, compare.RULES, cast.RULES)
@@ -77,18 +78,32 @@ def _canonical_order(e: n.Expr) -> n.Expr:
     return type(e)(b, a) if swap else e
 
 
+@dataclass(frozen=True)
+class _Memos:
+    """What the simplifier memoizes in one context (scope of variable ranges and
+    replaced variables): results by node identity (the memo keeps the nodes alive, so
+    identities stay unique) and by structure number, and the constant bounds."""
+    by_identity: dict[int, tuple[n.Expr, n.Expr]]
+    by_structure: dict[int, n.Expr]
+    const_bounds: ConstBounds
+
+
 class Simplifier(IRMutator):
     """Simplifies statements and expressions (`mutate`; `expr` for an expression). One
     instance may serve many calls on IR that shares subtrees: results are memoized by node
-    identity (the memo keeps the nodes alive, so identities stay unique) per scope of
-    known variable ranges. `simplify` uses a fresh one per call."""
+    identity and by structure (structure.py), per context of known variable ranges and
+    replaced variables (`_Memos`). `simplify` uses a fresh one per call."""
 
     def __init__(self) -> None:
-        self._scope: dict[str, Bounds] = {}
-        self._memo: dict[int, tuple[n.Expr, n.Expr]] = {}
-        self._const_bounds = ConstBounds(self._scope)
         self._structure = StructureIds()
         self._linear_forms = LinearForms(self._structure)
+        # The memos of each context (scope and replacements) met so far: sibling loops
+        # and unrolled copies meet the same one, and share its results
+        # (benchmarks/compile_time.py).
+        self._contexts: dict[tuple[frozenset, frozenset], _Memos] = {}
+        self._scope: dict[str, Bounds] = {}
+        self._replacements: dict[str, n.Expr] = {}
+        self._enter({}, {})
 
     # ---------------------------------------------------- what rules may ask (pattern.Analysis)
 
@@ -127,15 +142,24 @@ class Simplifier(IRMutator):
 
     def expr(self, e: n.Expr) -> n.Expr:
         """The simplified form of `e`."""
-        if isinstance(e, (n.Const, n.Var)):
+        if isinstance(e, n.Var):
+            return self._replacements.get(e.name, e)
+        if isinstance(e, n.Const):
             return e
         hit = self._memo.get(id(e))
         if hit is not None:
             return hit[1]
-        if isinstance(e, n.Let):
-            result = self._let(e)
-        else:
-            result = self._rewrite(self._with_simplified_operands(e))
+        # Copies of one expression (unrolled bodies, flattened indices, inlined calls)
+        # are simplified once: they were six in seven simplifications
+        # (benchmarks/compile_time.py).
+        number = self._structure.of(e)
+        result = self._by_structure.get(number)
+        if result is None:
+            if isinstance(e, n.Let):
+                result = self._let(e)
+            else:
+                result = self._rewrite(self._with_simplified_operands(e))
+            self._by_structure[number] = result
         self._memo[id(e)] = (e, result)
         self._memo[id(result)] = (result, result)
         return result
@@ -178,7 +202,8 @@ class Simplifier(IRMutator):
         binding dropped, and the body simplified knowing the value's bounds."""
         value = self.expr(let.value)
         if isinstance(value, (n.Const, n.Var)):
-            return simplify_body(substitute(let.body, {let.name: value}))
+            with self._replacing(let.name, value):
+                return simplify_body(let.body)
         with self._bound(let.name, value):
             body = simplify_body(let.body)
         if not uses_var(body, let.name):
@@ -186,6 +211,33 @@ class Simplifier(IRMutator):
         if value is let.value and body is let.body:
             return let
         return type(let)(let.name, value, body)
+
+    def _enter(self, scope: dict[str, Bounds], replacements: dict[str, n.Expr]) -> None:
+        """Simplify in the context of `scope` and `replacements`, with its memos."""
+        key = (frozenset(scope.items()),
+               frozenset((name, self._structure.of(v)) for name, v in replacements.items()))
+        memos = self._contexts.get(key)
+        if memos is None:
+            memos = self._contexts[key] = _Memos({}, {}, ConstBounds(scope))
+        self._scope, self._replacements = scope, replacements
+        self._memo, self._by_structure = memos.by_identity, memos.by_structure
+        self._const_bounds = memos.const_bounds
+
+    @contextmanager
+    def _context(self, scope: dict[str, Bounds],
+                 replacements: dict[str, n.Expr]) -> Iterator[None]:
+        saved = self._scope, self._replacements
+        self._enter(scope, replacements)
+        try:
+            yield
+        finally:
+            self._enter(*saved)
+
+    def _replacing(self, name: str, value: n.Expr):
+        """Simplify with the variable `name` replaced by `value` (a Const or Var). The same
+        as simplifying the body with `value` substituted, without rebuilding the body
+        once per such let first (benchmarks/compile_time.py)."""
+        return self._context(self._scope, {**self._replacements, name: value})
 
     @contextmanager
     def _bound(self, name: str, value: n.Expr, bounds: Bounds | None = None) -> Iterator[None]:
@@ -199,14 +251,8 @@ class Simplifier(IRMutator):
         if bounds == type_bounds(value.type):
             yield
             return
-        saved = self._scope, self._memo, self._const_bounds
-        self._scope = {**self._scope, name: bounds}
-        self._memo = {}
-        self._const_bounds = ConstBounds(self._scope)
-        try:
+        with self._context({**self._scope, name: bounds}, self._replacements):
             yield
-        finally:
-            self._scope, self._memo, self._const_bounds = saved
 
     # ------------------------------------------------------------------------- statements
 

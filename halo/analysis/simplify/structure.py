@@ -46,6 +46,17 @@ class StructureIds:
         hit = self._by_object.get(id(e))
         if hit is not None:
             return hit[1]
+        # Fast paths for the nodes the simplifier builds most: leaves, and binary nodes
+        # over numbered operands (numbering was a sixth of lowering time:
+        # benchmarks/compile_time.py). The keys are those the general case makes.
+        if isinstance(e, n.BinaryOp):
+            a, b = self._by_object.get(id(e.a)), self._by_object.get(id(e.b))
+            if a is not None and b is not None:
+                return self._number(e, (type(e), a[1], b[1]))
+        elif isinstance(e, n.Const):
+            return self._number(e, (n.Const, e.type, self._field_key(e.value)))
+        elif isinstance(e, n.Var):
+            return self._number(e, (n.Var, e.name, e.type))
         # Iterative post-order, so that deep expressions don't exhaust the Python stack.
         stack = [e]
         while stack:
@@ -58,11 +69,15 @@ class StructureIds:
                 stack.extend(pending)
                 continue
             stack.pop()
-            key = (type(node),) + tuple(self._field_key(getattr(node, name))
-                                        for name in _field_names(type(node)))
-            number = self._by_structure.setdefault(key, len(self._by_structure))
-            self._by_object[id(node)] = (node, number)  # keeps node alive: its id stays unique
+            self._number(node, (type(node),) + tuple(self._field_key(getattr(node, name))
+                                                     for name in _field_names(type(node))))
         return self._by_object[id(e)][1]
+
+    def _number(self, node: n.Expr, key: tuple) -> int:
+        """The number of the structure `key` (made by `of`), recorded for `node`."""
+        number = self._by_structure.setdefault(key, len(self._by_structure))
+        self._by_object[id(node)] = (node, number)  # keeps node alive: its id stays unique
+        return number
 
     def same(self, a: n.Expr, b: n.Expr) -> bool:
         """Whether `a` and `b` are structurally identical."""

@@ -2,8 +2,6 @@
 assembly text, and engines that stay independent."""
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
