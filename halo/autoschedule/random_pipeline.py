@@ -15,6 +15,7 @@ input arrays, and `truncated(name)` keeps one stage and what it reads (for shrin
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -174,8 +175,9 @@ class Drawing:
     def add(self, kind: str, ndim: int, value: Value, definition: list[str],
             reads: list[str], name: str) -> StageSpec:
         lines = (f'{name} = halo.Func("{name}")', *definition)
-        spec = StageSpec(name, kind, ndim, replace(value, src=name), lines,
-                         tuple(dict.fromkeys(reads)))
+        used = [r for r in dict.fromkeys(reads)
+                if any(re.search(rf"\b{r}\b", line) for line in definition)]
+        spec = StageSpec(name, kind, ndim, replace(value, src=name), lines, tuple(used))
         self.stages.append(spec)
         return spec
 
