@@ -187,7 +187,11 @@ class Drawing:
         ok = [s for s in self.stages if s.ndim in ndims and s.kind != "boundary_input"
               and (dtypes is None or s.dtype in dtypes) and (not exact or s.value.exact)]
         if ok and self.rng.random() < 0.8:
-            weights = [i + 1 for i in range(len(ok))]
+            read = {r for s in self.stages for r in s.reads}
+            # Recent stages, and above all stages nobody reads yet, so the drawn stages
+            # end up in the pipeline rather than being left behind.
+            weights = [(i + 1) * (1 if s.name in read else 4 * len(ok))
+                       for i, s in enumerate(ok)]
             return self.rng.choices(ok, weights)[0]
         from halo.autoschedule.random_stages import boundary_input
         return boundary_input(self, ndims, dtypes, exact)
@@ -198,7 +202,8 @@ def random_pipeline(seed: int, max_stages: int = MAX_STAGES) -> RandomPipeline:
     from halo.autoschedule.random_stages import STAGE_KINDS
     rng = random.Random(seed)
     d = Drawing(rng, channels=rng.choice((1, 2, 3, 4)))
-    target = rng.randint(MIN_STAGES, max_stages)
+    # Stage counts lean small (compile time grows with them) but reach max_stages.
+    target = MIN_STAGES + int((max_stages - MIN_STAGES + 1) * rng.random() ** 1.5)
     kinds = [k for k, _ in STAGE_KINDS]
     weights = [w for _, w in STAGE_KINDS]
     attempts = 0
