@@ -203,7 +203,7 @@ def random_pipeline(seed: int, max_stages: int = MAX_STAGES) -> RandomPipeline:
     rng = random.Random(seed)
     d = Drawing(rng, channels=rng.choice((1, 2, 3, 4)))
     # Stage counts lean small (compile time grows with them) but reach max_stages.
-    target = MIN_STAGES + int((max_stages - MIN_STAGES + 1) * rng.random() ** 1.5)
+    target = MIN_STAGES + int((max_stages - MIN_STAGES + 1) * rng.random() ** 2)
     kinds = [k for k, _ in STAGE_KINDS]
     weights = [w for _, w in STAGE_KINDS]
     attempts = 0

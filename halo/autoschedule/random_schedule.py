@@ -405,7 +405,7 @@ def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int) -
 
 
 def random_schedule(pipeline: RandomPipeline, built: BuiltPipeline, seed: int,
-                    max_calls_per_stage: int = 3) -> list[Call]:
+                    max_calls_per_stage: int = 2) -> list[Call]:
     """A legal schedule for `built` (a fresh build of `pipeline`), applied to it, and
     returned as calls; the same for the same seed."""
     rng = random.Random(seed)

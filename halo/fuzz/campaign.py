@@ -3,6 +3,7 @@ and every failure shrunk and written out as a script."""
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -102,16 +103,21 @@ def run_campaign(seed: int, pairs: int | None, seconds: float | None, jobs: int 
     bar = None
     if progress:
         from tqdm import tqdm
-        bar = tqdm(total=pairs, unit="pair", dynamic_ncols=True)
+        bar = tqdm(total=pairs, unit="pair", dynamic_ncols=True,
+                   mininterval=0.1 if sys.stderr.isatty() else 5.0)
     found: list[tuple[Case, Outcome]] = []
     with WorkerPool(jobs, timeout_s) as pool:
-        for case, outcome in pool.run(cases()):
-            summary.add(case, outcome)
-            if outcome.is_bug:
-                found.append((case, outcome))
-            if bar is not None:
-                bar.update()
-                bar.set_postfix_str(summary.line(), refresh=False)
+        try:
+            for case, outcome in pool.run(cases()):
+                summary.add(case, outcome)
+                if outcome.is_bug:
+                    found.append((case, outcome))
+                    print(f"found {outcome.kind}: {case.label()}", flush=True)
+                if bar is not None:
+                    bar.update()
+                    bar.set_postfix_str(summary.line(), refresh=False)
+        except KeyboardInterrupt:  # Ctrl-C (or SIGINT): stop, but still report
+            print("interrupted: the summary covers the pairs finished so far", flush=True)
         if bar is not None:
             bar.close()
         summary.seconds = time.monotonic() - start
