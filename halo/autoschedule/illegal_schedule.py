@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
 from halo.autoschedule.random_schedule import Call, Drawer, Placer, StageRef, random_schedule
+from halo.schedule.records import Split
 
 
 def _scheduled(d: Drawer, placer: Placer, rng: random.Random, updates: bool = False):
@@ -187,11 +188,14 @@ def loops_on_inlined(d, placer, rng):
 
 
 def _output_original_dims(d):
+    """The output's dimensions that are still its own, unsplit loops (a split may reuse
+    the name for its outer loop), with their extents."""
     out = d.built.output
-    names = [x.name for x in out.schedule.stages[0].dims]
-    dims = [(v.name, size) for v, size in zip(out.args, d.pipeline.output_shape, strict=True)
+    stage = out.schedule.stages[0]
+    split = {t.old for t in stage.transforms if isinstance(t, Split)}
+    names = set(stage.dim_names()) - split
+    return [(v.name, size) for v, size in zip(out.args, d.pipeline.output_shape, strict=True)
             if v.name in names and v.name not in out.schedule.bounds]
-    return dims
 
 
 def vectorize_variable_extent(d, placer, rng):
@@ -214,12 +218,13 @@ def round_up_output(d, placer, rng):
 
 def bound_too_small(d, placer, rng):
     out = d.built.output
-    dims = [(v.name, s) for v, s in zip(out.args, d.pipeline.output_shape, strict=True)
+    dims = [(v.name, lo, s) for v, lo, s in zip(out.args, d.pipeline.output_origin,
+                                                d.pipeline.output_shape, strict=True)
             if s >= 2 and v.name not in out.schedule.bounds]
     if not dims:
         return None
-    name, size = rng.choice(dims)
-    return Call(StageRef(out.name), "bound", (name, 0, size - 1))
+    name, lo, size = rng.choice(dims)
+    return Call(StageRef(out.name), "bound", (name, lo, size - 1))
 
 
 # name -> draw(drawer, placer, rng) -> Call | None

@@ -10,7 +10,8 @@ input arrays, and `truncated(name)` keeps one stage and what it reads (for shrin
     p = random_pipeline(7)
     print(p.source())
     built = p.build()
-    out = built.output.realize(p.output_shape, inputs=p.make_inputs(built))
+    inputs = {built.params[k]: v for k, v in p.make_inputs().items()}
+    out = built.output.realize(p.output_shape, inputs=inputs, origin=p.output_origin)
 """
 from __future__ import annotations
 
@@ -83,6 +84,8 @@ class RandomPipeline:
     height: int
     width: int
     channels: int
+    origin_y: int = 0       # the realized box starts here (channels always start at 0:
+    origin_x: int = 0       # convolution weights are indexed by the channel)
 
     @property
     def output(self) -> StageSpec:
@@ -92,6 +95,11 @@ class RandomPipeline:
     def output_shape(self) -> tuple[int, ...]:
         return {1: (self.width,), 2: (self.height, self.width),
                 3: (self.channels, self.height, self.width)}[self.output.ndim]
+
+    @property
+    def output_origin(self) -> tuple[int, ...]:
+        return {1: (self.origin_x,), 2: (self.origin_y, self.origin_x),
+                3: (0, self.origin_y, self.origin_x)}[self.output.ndim]
 
     def stage(self, name: str) -> StageSpec:
         return next(s for s in self.stages if s.name == name)
@@ -216,6 +224,7 @@ def random_pipeline(seed: int, max_stages: int = MAX_STAGES) -> RandomPipeline:
             del d.inputs[before[1]:]
         if attempts > 200:
             break
+    origin = (rng.randint(-5, 5), rng.randint(-5, 5)) if rng.random() < 0.3 else (0, 0)
     full = RandomPipeline(seed, tuple(d.inputs), tuple(d.stages), d.size(), d.size(),
-                          d.channels)
+                          d.channels, *origin)
     return full.truncated(full.stages[-1].name)

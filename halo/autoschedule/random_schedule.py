@@ -390,8 +390,9 @@ def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int) -
     for k in range(len(f.definitions)):
         extents = _rdom_extents(f, k)
         if is_output and k == 0 and rng.random() < 0.3:
-            for var, size in zip(f.args, drawer.pipeline.output_shape, strict=True):
-                drawer.emit(Call(StageRef(name), "bound", (var.name, 0, size)))
+            for var, lo, size in zip(f.args, drawer.pipeline.output_origin,
+                                     drawer.pipeline.output_shape, strict=True):
+                drawer.emit(Call(StageRef(name), "bound", (var.name, lo, size)))
         if is_output:
             bound = f.schedule.bounds
             extents.update({v: e for v, (_, e) in bound.items() if isinstance(e, int)})

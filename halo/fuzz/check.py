@@ -123,7 +123,8 @@ def run_case(case: Case) -> Outcome:
     inputs = {built.params[k]: v for k, v in arrays.items()}
     try:
         apply_schedule(calls, built)
-        got = built.output.realize(pipeline.output_shape, inputs=inputs)
+        got = built.output.realize(pipeline.output_shape, inputs=inputs,
+                                   origin=pipeline.output_origin)
     except HaloError as e:
         return Outcome(OK if not case.legal else REJECTED, f"{type(e).__name__}: {e}", rule)
     except InternalError as e:
@@ -135,6 +136,6 @@ def run_case(case: Case) -> Outcome:
         return Outcome(ACCEPTED, f"the illegal call {calls[-1].source()} raised no error",
                        rule)
     want = reference(pipeline.build().output, pipeline.output_shape,
-                     inputs={k: v for k, v in arrays.items()})
+                     inputs={k: v for k, v in arrays.items()}, origin=pipeline.output_origin)
     problem = compare(pipeline, got, want)
     return Outcome(MISMATCH, problem) if problem else Outcome(OK)

@@ -27,11 +27,12 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
     pipeline, calls, rule = case_program(case)
     algorithm = pipeline.source().split("\n", 2)[2].rstrip().splitlines()
     out, shape = pipeline.output.name, pipeline.output_shape
+    box = f"{shape}, inputs=inputs, origin={pipeline.output_origin}"
     body = algorithm + [""]
     if case.legal:
         body += [c.source() for c in calls] + [""] + _inputs_source(pipeline) + [
-            f"got = {out}.realize({shape}, inputs=inputs)",
-            f"want = halo.reference({out}, {shape}, inputs=inputs)"]
+            f"got = {out}.realize({box})",
+            f"want = halo.reference({out}, {box})"]
         if pipeline.output.value.is_float:
             atol = float(tolerance(pipeline, __import__("numpy").zeros(1))[0])
             body.append(f"np.testing.assert_allclose(got, want, rtol=1e-6, atol={atol!r})")
@@ -40,7 +41,7 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
     else:
         body += [c.source() for c in calls[:-1]] + [""] + _inputs_source(pipeline) + [
             "try:", f"    {calls[-1].source()}",
-            f"    {out}.realize({shape}, inputs=inputs)",
+            f"    {out}.realize({box})",
             "except halo.HaloError:", "    return",
             f'raise AssertionError("the illegal call ({rule}) was accepted")']
     detail = textwrap.indent(textwrap.fill(outcome.detail.splitlines()[0] if outcome.detail
