@@ -118,6 +118,7 @@ def run_campaign(seed: int, pairs: int | None, seconds: float | None, jobs: int 
                     bar.set_postfix_str(summary.line(), refresh=False)
         except KeyboardInterrupt:  # Ctrl-C (or SIGINT): stop, but still report
             print("interrupted: the summary covers the pairs finished so far", flush=True)
+            pool.abandon()
         if bar is not None:
             bar.close()
         summary.seconds = time.monotonic() - start

@@ -68,6 +68,13 @@ class WorkerPool:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def abandon(self) -> None:
+        """Forget the cases in flight (after an interrupted `run`): their workers are
+        replaced."""
+        for w in list(self.workers):
+            if w.case is not None:
+                self._replace(w)
+
     def _replace(self, w: _Worker) -> None:
         w.stop()
         self.workers[self.workers.index(w)] = _Worker(self.ctx)
