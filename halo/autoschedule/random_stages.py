@@ -307,16 +307,18 @@ def _boundary_call(d: Drawing, source: str, dtype: str, bounds: str) -> tuple[st
     return f"halo.boundary.{fn}({source}{bounds})", None
 
 
+def _with_outside(v: Value, outside: Value | None) -> Value:
+    """`v`'s range widened by the value a constant_exterior gives outside the box."""
+    return v if outside is None else rv.select("", v, outside)
+
+
 def boundary_func(d: Drawing) -> StageSpec | None:
     """A boundary condition on an intermediate Func, with explicit bounds."""
     p = d.producer()
     box = ([f"(0, {d.channels})"] if p.ndim == 3 else []) + \
         [f"(0, {d.size()})" for _ in range(min(p.ndim, 2))]
     call, outside = _boundary_call(d, p.name, p.dtype, f", bounds=[{', '.join(box)}]")
-    value = replace(p.value, src=f"{call}[{_lhs(p.ndim)}]")
-    if outside is not None:
-        value = rv.select("True", value, outside)
-        value = replace(value, src=f"{call}[{_lhs(p.ndim)}]")
+    value = replace(_with_outside(p.value, outside), src=f"{call}[{_lhs(p.ndim)}]")
     name = d.fresh("s")
     return d.add("boundary_func", p.ndim, value, _pure(name, p.ndim, value), [p.name], name)
 
@@ -334,11 +336,8 @@ def boundary_input(d: Drawing, ndims, dtypes=None, exact: bool = False) -> Stage
             d.inputs[-1] = inp = replace(inp, dtype=d.choice(dtypes), lo=0, hi=255, frac=0)
     ndim = len(inp.shape)
     call, outside = _boundary_call(d, inp.name, inp.dtype, "")
-    value = inp.value()
-    if outside is not None:
-        value = rv.select("True", value, outside)
+    value = replace(_with_outside(inp.value(), outside), src=f"{call}[{_lhs(ndim)}]")
     name = d.fresh("b")
-    value = replace(value, src=f"{call}[{_lhs(ndim)}]")
     return d.add("boundary_input", ndim, value, _pure(name, ndim, value), [inp.name], name)
 
 
