@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
                              "--pairs is given)")
     parser.add_argument("--pairs", type=int, default=None, help="how many pairs to try")
     parser.add_argument("--seed", type=int, default=0, help="the campaign's seed")
+    parser.add_argument("--start", type=int, default=0,
+                        help="skip the campaign's first pairs (to split one campaign "
+                             "across runs)")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--illegal", type=float, default=0.2,
                         help="fraction of schedules that are illegal (default 0.2)")
@@ -35,7 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     seconds = args.seconds if args.seconds is not None or args.pairs else 60.0
-    summary = run_campaign(seed=args.seed, pairs=args.pairs, seconds=seconds, jobs=args.jobs,
+    summary = run_campaign(seed=args.seed, start=args.start, pairs=args.pairs, seconds=seconds,
+                           jobs=args.jobs,
                            illegal_fraction=args.illegal, timeout_s=args.timeout,
                            out_dir=args.out, shrink_failures=not args.no_shrink,
                            progress=not args.no_progress)

@@ -84,14 +84,15 @@ class Summary:
 
 
 def run_campaign(seed: int, pairs: int | None, seconds: float | None, jobs: int = 1,
+                 start: int = 0,
                  illegal_fraction: float = 0.2, timeout_s: float = 120.0,
                  out_dir: str = "fuzz_failures", shrink_failures: bool = True,
                  progress: bool = True) -> Summary:
-    """Run pairs until `pairs` were tried or `seconds` passed, then shrink and write out
-    the failures."""
+    """Run pairs `start`, `start + 1`, ... of the campaign `seed` until `pairs` were tried
+    or `seconds` passed, then shrink and write out the failures."""
     summary = Summary(seed)
     start = time.monotonic()
-    stream = case_stream(seed, illegal_fraction)
+    stream = case_stream(seed, illegal_fraction, start)
 
     def cases() -> Iterator[Case]:
         for n, case in enumerate(stream):
