@@ -91,13 +91,13 @@ def run_campaign(seed: int, pairs: int | None, seconds: float | None, jobs: int 
     """Run pairs `start`, `start + 1`, ... of the campaign `seed` until `pairs` were tried
     or `seconds` passed, then shrink and write out the failures."""
     summary = Summary(seed)
-    start = time.monotonic()
+    began = time.monotonic()
     stream = case_stream(seed, illegal_fraction, start)
 
     def cases() -> Iterator[Case]:
         for n, case in enumerate(stream):
             if (pairs is not None and n >= pairs) or \
-                    (seconds is not None and time.monotonic() - start > seconds):
+                    (seconds is not None and time.monotonic() - began > seconds):
                 return
             yield case
 
@@ -122,7 +122,7 @@ def run_campaign(seed: int, pairs: int | None, seconds: float | None, jobs: int 
             pool.abandon()
         if bar is not None:
             bar.close()
-        summary.seconds = time.monotonic() - start
+        summary.seconds = time.monotonic() - began
         for case, outcome in found:
             if shrink_failures:
                 case, outcome = shrink(case, outcome, pool.run_all)

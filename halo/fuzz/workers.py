@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import signal
 import time
 from collections.abc import Iterable, Iterator
 from multiprocessing.connection import wait
@@ -21,6 +22,7 @@ THREADS_PER_WORKER = 2  # parallel loops still run on several threads, without o
 
 def _serve(conn) -> None:
     os.environ.setdefault("HALO_NUM_THREADS", str(THREADS_PER_WORKER))
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the campaign, not its cases
     while True:
         case = conn.recv()
         if case is None:
@@ -59,7 +61,10 @@ class WorkerPool:
     def close(self) -> None:
         for w in self.workers:
             if w.case is None and w.proc.is_alive():
-                w.conn.send(None)
+                try:
+                    w.conn.send(None)
+                except OSError:  # it died meanwhile
+                    pass
             w.stop()
 
     def __enter__(self) -> WorkerPool:
