@@ -80,16 +80,27 @@ def reorder_duplicate(d, placer, rng):
 
 
 def reorder_rvars(d, placer, rng):
+    """Swap two reduction loops of a reduction into one point (the update's left side
+    is its pure Vars), both loops of two or more iterations: the order of the updates
+    changes, and no dependence analysis can prove that harmless."""
     candidates = []
     for s in d.pipeline.stages:
-        for k in range(1, len(d.built.funcs[s.name].definitions)):
-            impure = [x.name for x in _dims(d, StageRef(s.name, k)) if not x.pure]
-            if len(impure) >= 2 and placer.placement(s.name) != "inline":
-                candidates.append((StageRef(s.name, k), impure))
+        f = d.built.funcs[s.name]
+        for k in range(1, len(f.definitions)):
+            rdom = f.definitions[k].rdom
+            pure = all(getattr(a, "name", None) in {v.name for v in f.args}
+                       for a in f.definitions[k].args)
+            if rdom is None or not pure or placer.placement(s.name) == "inline":
+                continue
+            names = {x.name for x in _dims(d, StageRef(s.name, k))}
+            wide = [rv.name for rv, (_, ext) in zip(rdom.rvars, rdom.bounds, strict=True)
+                    if rv.name in names and getattr(ext.node, "value", 0) >= 2]
+            if len(wide) >= 2:
+                candidates.append((StageRef(s.name, k), wide))
     if not candidates:
         return None
-    ref, impure = rng.choice(candidates)
-    return Call(ref, "reorder", (impure[-1], impure[0]))
+    ref, wide = rng.choice(candidates)
+    return Call(ref, "reorder", (wide[-1], wide[0]))
 
 
 def parallel_rvar(d, placer, rng):

@@ -191,7 +191,9 @@ def conv(d: Drawing) -> StageSpec | None:
     r = d.fresh("r")
     lines = [f'{r} = halo.RDom((0, {cin}), ({-(k // 2)}, {k}), ({-(k // 2)}, {k}), name="{r}")']
     pv = read(d, p, 3, f"y + {r}.y", f"x + {r}.z", f"{r}.x")
-    wv = replace(w.value(), src=f"{w.name}[c, {r}.x, {r}.y + {k // 2}, {r}.z + {k // 2}]")
+    # c is clamped: a schedule may compute the convolution past its channels (round_up).
+    wv = replace(w.value(), src=f"{w.name}[halo.clamp(c, 0, {d.channels - 1}), {r}.x, "
+                 f"{r}.y + {k // 2}, {r}.z + {k // 2}]")
     dtype = "float32" if pv.is_float or wv.is_float else "int32"
     term = _bounded_term(rv.arith("*", rv.cast(pv, dtype), rv.cast(wv, dtype)), cin * k * k)
     bias = _const(d, dtype)
