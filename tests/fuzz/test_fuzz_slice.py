@@ -12,7 +12,7 @@ from halo.fuzz.campaign import case_stream
 from halo.fuzz.check import run_case
 
 SEED = 20261124
-SLICES, PAIRS_PER_SLICE = 12, 20
+SLICES, PAIRS_PER_SLICE = 15, 20
 
 
 @pytest.mark.parametrize("part", range(SLICES))
