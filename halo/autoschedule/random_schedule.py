@@ -1,0 +1,420 @@
+"""Random schedules for random pipelines: legal ones, and illegal ones that halo must
+reject with a `HaloError`.
+
+A schedule is a list of `Call`s (one schedule method call each), applied in order to the
+Funcs of a built pipeline. `random_schedule(pipeline, built, seed)` draws a legal one:
+Funcs are visited consumers first; each gets a placement (inline, root, or compute_at /
+store_at a loop that encloses every use) and then, per stage, a few loop transformations
+drawn from `LOOP_PRIMITIVES`: a table with one entry per schedule primitive, each a
+function that draws a legal use of it for the stage's current loops, or None where it
+doesn't apply. A new primitive is one more function and one more table entry.
+`illegal_schedule` draws a legal prefix and then one call from `ILLEGAL_CALLS`.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
+from halo.ir import nodes as n
+from halo.ir.nodes import ForKind
+from halo.lang.environment import Environment
+
+FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
+
+
+@dataclass(frozen=True)
+class StageRef:
+    """A Func (stage 0) or its update `stage - 1`, as a schedule call's argument."""
+    func: str
+    stage: int = 0
+
+    def source(self) -> str:
+        return self.func if self.stage == 0 else f"{self.func}.update({self.stage - 1})"
+
+
+@dataclass(frozen=True)
+class Call:
+    """`target.method(*args, **kwargs)`; loop names are strings."""
+    target: StageRef
+    method: str
+    args: tuple = ()
+    kwargs: tuple[tuple[str, object], ...] = ()
+
+    def source(self) -> str:
+        args = [a.source() if isinstance(a, StageRef) else repr(a) for a in self.args]
+        args += [f"{k}={v!r}" for k, v in self.kwargs]
+        return f"{self.target.source()}.{self.method}({', '.join(args)})"
+
+    def apply(self, funcs: dict) -> None:
+        def resolve(ref: StageRef):
+            f = funcs[ref.func]
+            return f if ref.stage == 0 else f.update(ref.stage - 1)
+        args = [resolve(a) if isinstance(a, StageRef) else a for a in self.args]
+        getattr(resolve(self.target), self.method)(*args, **dict(self.kwargs))
+
+
+def schedule_source(calls: list[Call]) -> str:
+    return "".join(c.source() + "\n" for c in calls)
+
+
+def apply_schedule(calls: list[Call], built: BuiltPipeline) -> None:
+    for c in calls:
+        c.apply(built.funcs)
+
+
+@dataclass
+class StageState:
+    """One stage being scheduled: its Func, index, the known constant loop extents."""
+    func: object
+    stage: int
+    is_output: bool
+    extents: dict[str, int]
+    counter: int = 0
+
+    @property
+    def record(self):
+        return self.func.schedule.stages[self.stage]
+
+    @property
+    def dims(self):
+        return self.record.dims
+
+    @property
+    def pure_stage(self) -> bool:
+        return self.stage == 0
+
+    def ref(self) -> StageRef:
+        return StageRef(self.func.name, self.stage)
+
+    def fresh(self, base: str, suffix: str) -> str:
+        used = self.record.names_used()
+        base = base.replace(".", "")
+        while True:
+            self.counter += 1
+            name = f"{base}{suffix}{self.counter}"
+            if name not in used:
+                return name
+
+
+@dataclass
+class Drawer:
+    """Draws calls and applies each at once to the built Funcs, so the next draw sees
+    the loops as they are now."""
+    rng: random.Random
+    pipeline: RandomPipeline
+    built: BuiltPipeline
+    calls: list[Call] = field(default_factory=list)
+    placements: dict = field(default_factory=dict)  # name -> "inline" | "root" | (ref, var)
+
+    def emit(self, call: Call) -> None:
+        call.apply(self.built.funcs)
+        self.calls.append(call)
+
+
+# ------------------------------------------------------------------ loop primitives
+
+
+def _pick(st: StageState, rng: random.Random, pure_only: bool = False):
+    dims = [d for d in st.dims if d.pure or not pure_only]
+    return rng.choice(dims) if dims else None
+
+
+def draw_split(st: StageState, rng: random.Random) -> Call | None:
+    d = _pick(st, rng)
+    factor = rng.choice(FACTORS)
+    tails = ["auto", "guard"]
+    if st.pure_stage and d.pure:
+        tails.append("shift_inwards")
+        if not st.is_output:
+            tails.append("round_up")
+    tail = rng.choice(tails)
+    outer = d.name if rng.random() < 0.3 else st.fresh(d.name, "o")
+    inner = st.fresh(d.name, "i")
+    if d.name in st.extents:
+        st.extents[outer] = -(-st.extents[d.name] // factor)
+    st.extents[inner] = factor
+    kwargs = () if tail == "auto" and rng.random() < 0.5 else (("tail", tail),)
+    return Call(st.ref(), "split", (d.name, outer, inner, factor), kwargs)
+
+
+def draw_fuse(st: StageState, rng: random.Random) -> Call | None:
+    if len(st.dims) < 2:
+        return None
+    k = rng.randrange(len(st.dims) - 1)
+    o, i = st.dims[k], st.dims[k + 1]
+    fused = st.fresh(o.name + i.name, "f")
+    if o.name in st.extents and i.name in st.extents:
+        st.extents[fused] = st.extents[o.name] * st.extents[i.name]
+    return Call(st.ref(), "fuse", (o.name, i.name, fused))
+
+
+def _reordered(names: list[str], order: list[str]) -> list[str]:
+    """`names` after `reorder(*order)`: the named loops take their slots in this order."""
+    slots = sorted(names.index(nm) for nm in order)
+    new = list(names)
+    for slot, nm in zip(slots, order, strict=True):
+        new[slot] = nm
+    return new
+
+
+def _keeps_rvar_order(names: list[str], order: list[str], impure: set[str]) -> bool:
+    return [nm for nm in _reordered(names, order) if nm in impure] == \
+        [nm for nm in names if nm in impure]
+
+
+def draw_reorder(st: StageState, rng: random.Random) -> Call | None:
+    if len(st.dims) < 2:
+        return None
+    names = rng.sample(st.record.dim_names(), rng.randint(2, len(st.dims)))
+    if not _keeps_rvar_order(st.record.dim_names(), names,
+                             {d.name for d in st.dims if not d.pure}):
+        return None
+    return Call(st.ref(), "reorder", tuple(names))
+
+
+def draw_tile(st: StageState, rng: random.Random) -> Call | None:
+    if len(st.dims) < 2:
+        return None
+    a, b = sorted(rng.sample(range(len(st.dims)), 2))
+    y, x = st.dims[a], st.dims[b]
+    ty, tx = rng.choice(FACTORS), rng.choice(FACTORS)
+    names = [st.fresh(y.name, "o"), st.fresh(x.name, "o"), st.fresh(y.name, "i"),
+             st.fresh(x.name, "i")]
+    split = st.record.dim_names()
+    split[b:b + 1] = [names[1], names[3]]
+    split[a:a + 1] = [names[0], names[2]]
+    impure = {nm for d, pair in ((y, names[0::2]), (x, names[1::2])) if not d.pure
+              for nm in pair} | {d.name for d in st.dims if not d.pure}
+    if not _keeps_rvar_order(split, names, impure):
+        return None
+    for (old, f), outer, inner in zip(((y.name, ty), (x.name, tx)), names[:2], names[2:],
+                                      strict=True):
+        if old in st.extents:
+            st.extents[outer] = -(-st.extents[old] // f)
+        st.extents[inner] = f
+    tails = ["auto", "guard"] + (["shift_inwards"] if st.pure_stage and y.pure and x.pure
+                                 else [])
+    tail = rng.choice(tails)
+    kwargs = () if tail == "auto" else (("tail", tail),)
+    return Call(st.ref(), "tile", (y.name, x.name, *names, ty, tx), kwargs)
+
+
+def _kind_with_factor(st: StageState, rng: random.Random, method: str, factors,
+                      suffix: str, pure_only: bool) -> Call | None:
+    d = _pick(st, rng, pure_only)
+    if d is None:
+        return None
+    n = rng.choice(factors)
+    if d.name in st.extents:
+        st.extents[d.name] = -(-st.extents[d.name] // n)
+    inner = _predicted_inner(st, d.name, suffix)
+    st.extents[inner] = n
+    return Call(st.ref(), method, (d.name, n))
+
+
+def _predicted_inner(st: StageState, base: str, suffix: str) -> str:
+    """The name `Schedulable._fresh_suffix` will give the inner loop."""
+    used = st.record.names_used()
+    name, i = f"{base}_{suffix}", 1
+    while name in used:
+        name, i = f"{base}_{suffix}{i}", i + 1
+    return name
+
+
+def draw_vectorize(st: StageState, rng: random.Random) -> Call | None:
+    const = [d for d in st.dims if d.pure and 1 <= st.extents.get(d.name, 0) <= 32]
+    if const and rng.random() < 0.6:
+        return Call(st.ref(), "vectorize", (rng.choice(const).name,))
+    return _kind_with_factor(st, rng, "vectorize", (2, 3, 4, 8, 16), "vec", pure_only=True)
+
+
+def draw_unroll(st: StageState, rng: random.Random) -> Call | None:
+    const = [d for d in st.dims if 1 <= st.extents.get(d.name, 0) <= 16]
+    if const and rng.random() < 0.6:
+        return Call(st.ref(), "unroll", (rng.choice(const).name,))
+    return _kind_with_factor(st, rng, "unroll", (2, 3, 4), "unroll", pure_only=False)
+
+
+def draw_parallel(st: StageState, rng: random.Random) -> Call | None:
+    d = _pick(st, rng, pure_only=True)
+    if d is None:
+        return None
+    if rng.random() < 0.6:
+        return Call(st.ref(), "parallel", (d.name,))
+    task = rng.choice((1, 2, 3, 5))
+    if d.name in st.extents:
+        st.extents[d.name] = -(-st.extents[d.name] // task)
+    st.extents[_predicted_inner(st, d.name, "task")] = task
+    return Call(st.ref(), "parallel", (d.name, task))
+
+
+def draw_serial(st: StageState, rng: random.Random) -> Call | None:
+    d = _pick(st, rng)
+    return Call(st.ref(), "serial", (d.name,))
+
+
+# name -> (weight, draw(stage, rng) -> Call | None). Each draw returns a call that is
+# legal for the stage's current loops.
+LOOP_PRIMITIVES: dict[str, tuple[float, Callable]] = {
+    "split": (3.0, draw_split),
+    "fuse": (1.0, draw_fuse),
+    "reorder": (1.5, draw_reorder),
+    "tile": (1.5, draw_tile),
+    "vectorize": (2.0, draw_vectorize),
+    "unroll": (1.0, draw_unroll),
+    "parallel": (1.5, draw_parallel),
+    "serial": (0.2, draw_serial),
+}
+
+
+# ---------------------------------------------------------------------- placements
+
+
+def uses(env: Environment, name: str) -> list[tuple[str, int]]:
+    """(consumer, stage) pairs whose definitions call `name` directly."""
+    f = env.funcs[name]
+    out = []
+    for g in env.funcs.values():
+        for k, d in enumerate(g.definitions):
+            if g is not f and f in d.deps:
+                out.append((g.name, k))
+    return out
+
+
+def _rdom_extents(func, stage: int) -> dict[str, int]:
+    rdom = func.definitions[stage].rdom
+    if rdom is None:
+        return {}
+    return {rv.name: ext.node.value for rv, (_, ext) in zip(rdom.rvars, rdom.bounds,
+                                                            strict=True)
+            if isinstance(ext.node, n.Const)}
+
+
+class Placer:
+    """Where each Func may be computed: the loops that enclose every use of it."""
+
+    def __init__(self, drawer: Drawer):
+        self.d = drawer
+        self.env = Environment.of([drawer.built.output])
+        self.named = {s.name for s in drawer.pipeline.stages}
+
+    def placement(self, name: str):
+        if name in self.d.placements:
+            return self.d.placements[name]
+        if name == self.d.pipeline.output.name:
+            return "root"
+        f = self.env.funcs[name]
+        return "root" if len(f.definitions) > 1 else "inline"
+
+    def effective_uses(self, name: str) -> list[tuple[str, int]]:
+        out = []
+        for g, k in uses(self.env, name):
+            out += self.effective_uses(g) if self.placement(g) == "inline" else [(g, k)]
+        return out
+
+    def enclosing(self, name: str) -> list[tuple[StageRef, str, ForKind]]:
+        """The loops around where `name` is computed, outermost first."""
+        where = self.placement(name)
+        if not isinstance(where, tuple):
+            return []
+        ref, var = where
+        dims = self.env.funcs[ref.func].schedule.stages[ref.stage].dims
+        names = [d.name for d in dims]
+        inside = [(ref, d.name, d.kind) for d in dims[:names.index(var) + 1]]
+        return self.enclosing(ref.func) + inside
+
+    def sites(self, name: str) -> list[tuple[StageRef, str, ForKind]]:
+        """compute_at sites that enclose every use of `name`."""
+        common = None
+        for g, k in self.effective_uses(name):
+            own = []
+            if g in self.named:
+                ref = StageRef(g, k)
+                own = [(ref, d.name, d.kind)
+                       for d in self.env.funcs[g].schedule.stages[k].dims]
+            options = self.enclosing(g) + own
+            common = options if common is None else [o for o in common if o in options]
+        return common or []
+
+
+def _place(drawer: Drawer, placer: Placer, name: str, rng: random.Random) -> None:
+    f = drawer.built.funcs[name]
+    ref = StageRef(name)
+    options = ["root"] + (["inline"] if len(f.definitions) == 1 else [])
+    sites = placer.sites(name)
+    if sites:
+        options += ["at", "at"]
+    choice = rng.choice(options)
+    if choice == "inline":
+        if rng.random() < 0.3:
+            drawer.emit(Call(ref, "compute_inline"))
+        drawer.placements[name] = "inline"
+        return
+    if choice == "root":
+        drawer.emit(Call(ref, "compute_root"))
+        drawer.placements[name] = "root"
+        chain = []
+    else:
+        site_ref, var, _ = rng.choice(sites)
+        drawer.emit(Call(ref, "compute_at", (site_ref, var)))
+        drawer.placements[name] = (site_ref, var)
+        chain = placer.enclosing(name)
+    if rng.random() < 0.3:
+        _store(drawer, ref, chain, rng)
+    if rng.random() < 0.1:
+        drawer.emit(Call(ref, "store_in", ("global",)))  # "stack" needs a constant size
+
+
+def _store(drawer: Drawer, ref: StageRef, chain, rng: random.Random) -> None:
+    """store_root or store_at a loop outside the compute level, with no parallel or
+    vector loop between the two (their iterations would share the storage)."""
+    options = []
+    for k in range(len(chain) + 1):
+        if all(kind in (ForKind.SERIAL, ForKind.UNROLLED) for _, _, kind in chain[k:]):
+            options.append(k)
+    if not options:
+        return
+    k = rng.choice(options)
+    if k == 0:
+        drawer.emit(Call(ref, "store_root"))
+    else:
+        site_ref, var, _ = chain[k - 1]
+        drawer.emit(Call(ref, "store_at", (site_ref, var)))
+
+
+def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int) -> None:
+    f = drawer.built.funcs[name]
+    is_output = f is drawer.built.output
+    for k in range(len(f.definitions)):
+        extents = _rdom_extents(f, k)
+        if is_output and k == 0 and rng.random() < 0.3:
+            for var, lo, size in zip(f.args, drawer.pipeline.output_origin,
+                                     drawer.pipeline.output_shape, strict=True):
+                drawer.emit(Call(StageRef(name), "bound", (var.name, lo, size)))
+        if is_output:
+            bound = f.schedule.bounds
+            extents.update({v: e for v, (_, e) in bound.items() if isinstance(e, int)})
+        st = StageState(f, k, is_output, extents)
+        names, weights = list(LOOP_PRIMITIVES), [w for w, _ in LOOP_PRIMITIVES.values()]
+        for _ in range(rng.randint(0, count)):
+            draw = LOOP_PRIMITIVES[rng.choices(names, weights)[0]][1]
+            call = draw(st, rng)
+            if call is not None:
+                drawer.emit(call)
+
+
+def random_schedule(pipeline: RandomPipeline, built: BuiltPipeline, seed: int,
+                    max_calls_per_stage: int = 2) -> list[Call]:
+    """A legal schedule for `built` (a fresh build of `pipeline`), applied to it, and
+    returned as calls; the same for the same seed."""
+    rng = random.Random(seed)
+    drawer = Drawer(rng, pipeline, built)
+    placer = Placer(drawer)
+    for spec in reversed(pipeline.stages):
+        if spec.name != pipeline.output.name:
+            _place(drawer, placer, spec.name, rng)
+        if placer.placement(spec.name) != "inline":
+            _schedule_loops(drawer, spec.name, rng, max_calls_per_stage)
+    return drawer.calls

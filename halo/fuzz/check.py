@@ -1,0 +1,141 @@
+"""The differential check of one (pipeline, schedule) pair.
+
+A `Case` names a pair by seeds (the pipeline's and the schedule's), whether the schedule
+is legal or illegal, and optionally a smaller version of it (a stage as the output and a
+subset of the schedule's calls), as the shrinker makes them. `run_case` compiles the pair
+with the LLVM backend, runs it, and compares with `halo.reference`: integers exactly,
+floats within a tolerance derived from the error bound the generator tracked (how much
+any legal order of float operations may change the result).
+"""
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+
+from halo.autoschedule.illegal_schedule import illegal_schedule
+from halo.autoschedule.random_pipeline import RandomPipeline, random_pipeline
+from halo.autoschedule.random_schedule import Call, apply_schedule, random_schedule
+from halo.backends.interp import reference
+from halo.errors import HaloError, InternalError
+
+PLACEMENT_CALLS = ("compute_at", "compute_root", "compute_inline", "store_at", "store_root",
+                   "store_in")
+
+# Outcome kinds. For legal schedules: ok, mismatch, internal (InternalError or another
+# exception from inside halo), rejected (a HaloError); for illegal ones: ok (a HaloError),
+# accepted (no error). Crashes and hangs are seen by the process running the case.
+OK, MISMATCH, INTERNAL, REJECTED, ACCEPTED, CRASH, HANG = (
+    "ok", "mismatch", "internal", "rejected", "accepted", "crash", "hang")
+BUGS = (MISMATCH, INTERNAL, REJECTED, ACCEPTED, CRASH, HANG)
+
+
+@dataclass(frozen=True)
+class Case:
+    program_seed: int
+    schedule_seed: int
+    legal: bool = True
+    output: str | None = None               # a stage to make the output (shrinking)
+    keep: tuple[int, ...] | None = None     # indices of the calls to keep (shrinking)
+
+    def label(self) -> str:
+        kind = "legal" if self.legal else "illegal"
+        return f"program {self.program_seed} schedule {self.schedule_seed} ({kind})"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str
+    detail: str = ""
+    rule: str = ""          # for illegal schedules: the rule the last call breaks
+
+    @property
+    def is_bug(self) -> bool:
+        return self.kind in BUGS
+
+
+def full_schedule(case: Case, pipeline: RandomPipeline) -> tuple[list[Call], str]:
+    """The calls drawn for the case's whole pipeline (and the rule an illegal one
+    breaks)."""
+    built = pipeline.build()
+    if case.legal:
+        return random_schedule(pipeline, built, case.schedule_seed), ""
+    return illegal_schedule(pipeline, built, case.schedule_seed)
+
+
+def case_program(case: Case) -> tuple[RandomPipeline, list[Call], str]:
+    """The pipeline and the schedule calls of a case, after its shrinking choices."""
+    full = random_pipeline(case.program_seed)
+    calls, rule = full_schedule(case, full)
+    pipeline = full if case.output is None else full.truncated(case.output)
+    if case.output is not None:
+        calls = restrict_calls(calls, pipeline)
+    if case.keep is not None:
+        calls = [calls[i] for i in case.keep if i < len(calls)]
+    return pipeline, calls, rule
+
+
+def restrict_calls(calls: list[Call], pipeline: RandomPipeline) -> list[Call]:
+    """The calls that still make sense on a truncated pipeline: those on its Funcs, minus
+    the placement of its (new) output."""
+    names = {s.name for s in pipeline.stages}
+    out = []
+    for c in calls:
+        refs = [c.target.func] + [a.func for a in c.args if hasattr(a, "func")]
+        if any(r not in names for r in refs):
+            continue
+        if c.target.func == pipeline.output.name and c.method in PLACEMENT_CALLS:
+            continue
+        out.append(c)
+    return out
+
+
+def tolerance(pipeline: RandomPipeline, want: np.ndarray) -> np.ndarray:
+    """Per point, how far a float result may legally be from the reference."""
+    return 4 * pipeline.output.value.err + 1e-6 * (1 + np.abs(want.astype(np.float64)))
+
+
+def compare(pipeline: RandomPipeline, got: np.ndarray, want: np.ndarray) -> str:
+    """'' when `got` matches `want`, else a description of the first difference."""
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return f"shape/dtype {got.shape} {got.dtype} vs reference {want.shape} {want.dtype}"
+    if np.issubdtype(want.dtype, np.floating):
+        diff = np.abs(got.astype(np.float64) - want)
+        bad = ~(diff <= tolerance(pipeline, want))
+    else:
+        bad = got != want
+    if not bad.any():
+        return ""
+    where = tuple(int(i) for i in np.argwhere(bad)[0])
+    return (f"{int(bad.sum())} of {bad.size} points differ; first at {where}: got "
+            f"{got[where]!r}, reference {want[where]!r}")
+
+
+def run_case(case: Case) -> Outcome:
+    """Compile, run and check one case (in this process)."""
+    try:
+        pipeline, calls, rule = case_program(case)
+    except HaloError as e:          # a shrinking choice that doesn't apply: not the bug
+        return Outcome(REJECTED, f"drawing: {type(e).__name__}: {e}")
+    built = pipeline.build()
+    arrays = pipeline.make_inputs()
+    inputs = {built.params[k]: v for k, v in arrays.items()}
+    try:
+        apply_schedule(calls, built)
+        got = built.output.realize(pipeline.output_shape, inputs=inputs,
+                                   origin=pipeline.output_origin)
+    except HaloError as e:
+        return Outcome(OK if not case.legal else REJECTED, f"{type(e).__name__}: {e}", rule)
+    except InternalError as e:
+        return Outcome(INTERNAL, f"InternalError: {e}", rule)
+    except Exception as e:  # noqa: BLE001 - any other exception from halo is a bug in it
+        return Outcome(INTERNAL, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-4)}",
+                       rule)
+    if not case.legal:
+        return Outcome(ACCEPTED, f"the illegal call {calls[-1].source()} raised no error",
+                       rule)
+    want = reference(pipeline.build().output, pipeline.output_shape,
+                     inputs={k: v for k, v in arrays.items()}, origin=pipeline.output_origin)
+    problem = compare(pipeline, got, want)
+    return Outcome(MISMATCH, problem) if problem else Outcome(OK)

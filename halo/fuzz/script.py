@@ -1,0 +1,54 @@
+"""A case as a standalone halo script that is also a pytest test.
+
+The script defines the algorithm, applies the schedule, draws the same inputs, and checks
+the compiled result against `halo.reference` (legal schedules) or that halo raises a
+`HaloError` (illegal ones). Run it with `python script.py` or collect it with pytest.
+"""
+from __future__ import annotations
+
+import textwrap
+
+from halo.fuzz.check import Case, Outcome, case_program, tolerance
+
+
+def _inputs_source(pipeline) -> list[str]:
+    lines = [f"rng = np.random.default_rng({pipeline.seed})", "inputs = {"]
+    for i in pipeline.inputs:
+        scale = 2**i.frac
+        draw = f"rng.integers({int(i.lo * scale)}, {int(i.hi * scale) + 1}, {i.shape})"
+        if scale != 1:
+            draw = f"({draw} / {scale})"
+        lines.append(f'    {i.name}: {draw}.astype("{i.dtype}"),')
+    return lines + ["}"]
+
+
+def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
+    """The text of a standalone script (and pytest test `test_<name>`) for `case`."""
+    pipeline, calls, rule = case_program(case)
+    algorithm = pipeline.source().split("\n", 2)[2].rstrip().splitlines()
+    out, shape = pipeline.output.name, pipeline.output_shape
+    box = f"{shape}, inputs=inputs, origin={pipeline.output_origin}"
+    body = algorithm + [""]
+    if case.legal:
+        body += [c.source() for c in calls] + [""] + _inputs_source(pipeline) + [
+            f"got = {out}.realize({box})",
+            f"want = halo.reference({out}, {box})"]
+        if pipeline.output.value.is_float:
+            atol = float(tolerance(pipeline, __import__("numpy").zeros(1))[0])
+            body.append(f"np.testing.assert_allclose(got, want, rtol=1e-6, atol={atol!r})")
+        else:
+            body.append("np.testing.assert_array_equal(got, want)")
+    else:
+        body += [c.source() for c in calls[:-1]] + [""] + _inputs_source(pipeline) + [
+            "try:", f"    {calls[-1].source()}",
+            f"    {out}.realize({box})",
+            "except halo.HaloError:", "    return",
+            f'raise AssertionError("the illegal call ({rule}) was accepted")']
+    detail = textwrap.indent(textwrap.fill(outcome.detail.splitlines()[0] if outcome.detail
+                                           else outcome.kind, 88), "    ")
+    header = (f'"""{outcome.kind}: {case.label()}, found by `python -m halo.fuzz`.\n\n'
+              f"{detail}\n\"\"\"")
+    return "\n".join([
+        header, "import numpy as np", "", "import halo", "", "",
+        f"def test_{name}():", textwrap.indent("\n".join(body), "    "), "", "",
+        'if __name__ == "__main__":', f"    test_{name}()", ""])

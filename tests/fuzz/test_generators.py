@@ -1,0 +1,105 @@
+"""The random pipeline and schedule generators, the shrinker and the script writer."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import halo
+from halo.autoschedule.illegal_schedule import ILLEGAL_CALLS, illegal_schedule
+from halo.autoschedule.random_pipeline import MAX_STAGES, MIN_STAGES, random_pipeline
+from halo.autoschedule.random_schedule import (
+    LOOP_PRIMITIVES,
+    apply_schedule,
+    random_schedule,
+    schedule_source,
+)
+from halo.autoschedule.random_stages import STAGE_KINDS
+from halo.fuzz.check import MISMATCH, OK, Case, Outcome, case_program, run_case
+from halo.fuzz.script import case_script
+from halo.fuzz.shrink import shrink
+
+
+def test_pipelines_are_deterministic_and_schedules_replay():
+    """The same seed gives the same algorithm and schedule; replaying the calls on a
+    fresh build gives the same schedule source."""
+    for seed in range(20):
+        p, q = random_pipeline(seed), random_pipeline(seed)
+        assert p.source() == q.source()
+        calls = random_schedule(p, p.build(), seed)
+        assert schedule_source(calls) == schedule_source(random_schedule(q, q.build(), seed))
+        built = p.build()
+        apply_schedule(calls, built)
+        assert halo.schedule_source(built.output) == halo.schedule_source(
+            _scheduled(p, calls).output)
+
+
+def _scheduled(p, calls):
+    built = p.build()
+    apply_schedule(calls, built)
+    return built
+
+
+def test_pipelines_cover_every_stage_kind_and_size():
+    """Over a few hundred seeds every stage kind appears, and sizes span 2..15 stages."""
+    kinds, sizes = Counter(), Counter()
+    for seed in range(600):
+        p = random_pipeline(seed)
+        kinds.update(s.kind for s in p.stages)
+        sizes[len(p.stages)] += 1
+    assert {f.__name__.removesuffix("_stage") for f, _ in STAGE_KINDS} <= set(kinds)
+    assert min(sizes) == MIN_STAGES and max(sizes) >= MAX_STAGES - 2
+
+
+def test_reference_of_random_pipelines_is_finite_and_in_range():
+    """Inputs and value ranges keep results finite and inside the tracked interval."""
+    for seed in range(40):
+        p = random_pipeline(seed)
+        built = p.build()
+        out = halo.reference(built.output, p.output_shape, inputs=p.make_inputs(),
+                             origin=p.output_origin)
+        v = p.output.value
+        assert np.all(np.isfinite(out.astype(np.float64)))
+        assert out.min() >= v.lo - 4 * v.err - 1e-3 and out.max() <= v.hi + 4 * v.err + 1e-3
+
+
+def test_schedules_use_every_primitive():
+    used, rules = Counter(), Counter()
+    for seed in range(150):
+        p = random_pipeline(seed)
+        used.update(c.method for c in random_schedule(p, p.build(), seed))
+        rules[illegal_schedule(p, p.build(), seed)[1]] += 1
+    assert set(LOOP_PRIMITIVES) <= set(used)
+    assert {"compute_at", "compute_root", "store_at", "bound"} <= set(used)
+    assert len(rules) >= len(ILLEGAL_CALLS) - 4
+
+
+@pytest.mark.parametrize("legal", [True, False])
+def test_script_of_a_case_runs(legal, tmp_path):
+    """The standalone script of a case defines a test that passes when halo is right."""
+    case = Case(3, 3, legal)
+    assert run_case(case).kind == OK
+    text = case_script(case, Outcome(OK), "example")
+    namespace: dict = {}
+    exec(compile(text, "script.py", "exec"), namespace)
+    namespace["test_example"]()
+
+
+def test_shrink_keeps_the_failure_and_drops_the_rest():
+    """With a stand-in check that 'fails' whenever a split remains, shrinking ends at the
+    smallest pipeline with one call, a split."""
+    def run_many(cases):
+        out = []
+        for c in cases:
+            _, calls, _ = case_program(c)
+            out.append(Outcome(MISMATCH if any(k.method == "split" for k in calls) else OK))
+        return out
+    case = next(Case(s, s) for s in range(100)
+                if sum(c.method == "split" for c in case_program(Case(s, s))[1]) >= 2
+                and len(random_pipeline(s).stages) >= 4)
+    small, outcome = shrink(case, Outcome(MISMATCH), run_many)
+    pipeline, calls, _ = case_program(small)
+    assert outcome.kind == MISMATCH
+    assert [c.method for c in calls] == ["split"]
+    assert len(pipeline.stages) < len(random_pipeline(case.program_seed).stages)
