@@ -17,6 +17,7 @@ from halo.backends.host_checks import compile_checks
 from halo.errors import HaloError, InputError, InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import loop_nest_to_str
+from halo.ir.visitor import deep_recursion
 from halo.ir.substitute import free_vars
 from halo.ir.types import int64
 from halo.lang.environment import Environment, bind
@@ -72,7 +73,8 @@ class Pipeline:
 
     def lower(self, target: str | Target = "host") -> Lowered:
         target = Target.of(target)
-        return lower(Environment.of(self.outputs), target.name, target.count_stores)
+        with deep_recursion():
+            return lower(Environment.of(self.outputs), target.name, target.count_stores)
 
     def print_loop_nest(self, target: str | Target = "host") -> None:
         print(loop_nest_to_str(self.lower(target).stmt), end="")
@@ -80,7 +82,8 @@ class Pipeline:
     def compile(self, target: str | Target = "host") -> Kernel:
         target = Target.of(target)
         lowered = self.lower(target)
-        return Kernel(lowered, target)
+        with deep_recursion():
+            return Kernel(lowered, target)
 
     def realize(self, shape=None, inputs=None, target: str | Target = "host", out=None,
                 origin=None):
