@@ -17,9 +17,9 @@ from halo.backends.host_checks import compile_checks
 from halo.errors import HaloError, InputError, InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import loop_nest_to_str
-from halo.ir.visitor import deep_recursion
 from halo.ir.substitute import free_vars
 from halo.ir.types import int64
+from halo.ir.visitor import deep_recursion
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Func
 from halo.lower.bounds_inference import RegionCheck, describe
