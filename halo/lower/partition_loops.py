@@ -44,6 +44,10 @@ def partition_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 
 class _Partition(IRMutator):
     def visit_For(self, loop: n.For) -> n.Stmt:
+        if loop.kind is ForKind.VECTORIZED:
+            # A branch inside vector code is predicated lane by lane, not taken: hoisting
+            # guards of the loops inside gains nothing and only multiplies masked copies.
+            return _partition(loop, loop)
         return _partition(self.mutate_children(loop), loop)
 
 
