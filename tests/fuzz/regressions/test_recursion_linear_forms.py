@@ -38,7 +38,7 @@ def test_internal_recursion_linear_forms():
     s11[c, y, x] = halo.cast(halo.uint8, halo.clamp(s10[c, y, x], 0, 255))
     s13 = halo.Func("s13")
     r12 = halo.RDom((0, 1), (-1, 3), name="r12")
-    s13[c, y, x] = halo.maximum((halo.cast(halo.int16, s11[c, y + r12.x, x + r12.y]) * halo.cast(halo.int16, (r12.x - r12.y + 2))))
+    s13[c, y, x] = halo.maximum(halo.cast(halo.int16, s11[c, y + r12.x, x + r12.y]) * halo.cast(halo.int16, (r12.x - r12.y + 2)))
     s14 = halo.Func("s14")
     s14[c, y, x] = (halo.min(halo.min(s13[c, y, x], 3), s13[c, y, x]) * halo.cast(halo.int16, halo.clamp(s5[y, x], -32768.0, 32767.0)))
     s15 = halo.Func("s15")

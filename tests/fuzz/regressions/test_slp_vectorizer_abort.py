@@ -21,7 +21,7 @@ def test_crash_1002695_1008085():
     s2[c, y, x] = (halo.floor(b1[c, y, x]) * 2.0)
     s6 = halo.Func("s6")
     r5 = halo.RDom((0, 1), (-2, 5), name="r5")
-    s6[c, y, x] = halo.maximum((s2[c, y + r5.x, x + r5.y] * halo.cast(halo.float32, (r5.x - r5.y + 2))))
+    s6[c, y, x] = halo.maximum(s2[c, y + r5.x, x + r5.y] * halo.cast(halo.float32, (r5.x - r5.y + 2)))
     s7 = halo.Func("s7")
     s7[c, y, x] = s6[c, y * 2 + 1, x]
     s10 = halo.Func("s10")
@@ -31,7 +31,7 @@ def test_crash_1002695_1008085():
     s14[y, x] = halo.maximum(s10[y * 2 + r13.x, x * 2 + r13.y])
     s17 = halo.Func("s17")
     r16 = halo.RDom((0, 1), name="r16")
-    s17[y, x] = halo.sum((s14[y, r16.x] * s14[r16.x, x]))
+    s17[y, x] = halo.sum(s14[y, r16.x] * s14[r16.x, x])
 
 
     rng = np.random.default_rng(1002695)
