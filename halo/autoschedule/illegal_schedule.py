@@ -104,9 +104,13 @@ def reorder_rvars(d, placer, rng):
 
 
 def parallel_rvar(d, placer, rng):
+    def permitted(ref: StageRef) -> bool:  # atomic() or allow_race_conditions()
+        record = d.built.funcs[ref.func].schedule.stages[ref.stage]
+        return record.atomic or record.allow_races
     candidates = [(StageRef(s.name, k), x.name) for s in d.pipeline.stages
                   if placer.placement(s.name) != "inline"
                   for k in range(1, len(d.built.funcs[s.name].definitions))
+                  if not permitted(StageRef(s.name, k))
                   for x in _dims(d, StageRef(s.name, k)) if not x.pure]
     if not candidates:
         return None

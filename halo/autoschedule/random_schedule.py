@@ -20,7 +20,7 @@ from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.lang.environment import Environment
-from halo.schedule.records import Fuse
+from halo.schedule.records import Fuse, Split
 
 FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
 
@@ -633,7 +633,7 @@ def place_cache_write(drawer: Drawer, name: str, new: str, rng: random.Random) -
     stage = drawer.built.funcs[name].schedule.stages[0]
     dims = stage.dims
     local = drawer.built.funcs[new].schedule.memory_scope == "local"
-    if local and _fused(stage):
+    if local and _imprecise(stage):
         drawer.emit(Call(StageRef(new), "store_in", ("global",)))
         local = False
     if local or rng.random() < 0.6:
@@ -659,15 +659,17 @@ def draw_store_in_stack(drawer: Drawer, placer: Placer, name: str,
     if ref.stage != 0 or ref.cond is not None or stage.dims[-1].name != var or \
             _kind(drawer, ref.func) not in CONSTANT_FOOTPRINT or \
             uses(placer.env, name) != [(ref.func, 0)] or f.schedule.store_level is not None or \
-            _fused(stage):
+            _imprecise(stage):
         return
     drawer.emit(Call(StageRef(name), "store_in", (rng.choice(("stack", "local")),)))
 
 
-def _fused(stage) -> bool:
-    """Whether a stage fused loops: a fused loop's coordinates are divisions by a
-    variable extent, which bounds inference bounds by the whole extent."""
-    return any(isinstance(t, Fuse) for t in stage.transforms)
+def _imprecise(stage) -> bool:
+    """Whether a stage's loops make a region bounds inference can't bound by a constant:
+    a fused loop's coordinates are divisions by a variable extent, and a split of a
+    split loop (shift_inwards tails nested) gives two clamped forms of one coordinate."""
+    return any(isinstance(t, Fuse) for t in stage.transforms) or \
+        sum(isinstance(t, Split) for t in stage.transforms) > 1
 
 
 def draw_cache_reads(drawer: Drawer, placer: Placer, rng: random.Random) -> None:
