@@ -207,6 +207,8 @@ def _output_original_dims(d):
     the name for its outer loop), with their extents."""
     out = d.built.output
     stage = out.schedule.stages[0]
+    if stage.specializations:  # (the default loops may not be the ones that run)
+        return []
     split = {t.old for t in stage.transforms if isinstance(t, Split)}
     names = set(stage.dim_names()) - split
     return [(v.name, size) for v, size in zip(out.args, d.pipeline.output_shape, strict=True)
