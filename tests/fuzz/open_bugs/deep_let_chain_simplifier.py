@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the algorithm as the fuzzer wrote it, one definition a line
 """Open bug (internal): program 11000093 schedule 11000280 (legal), found by
 `python -m halo.fuzz --seed 11`.
 
@@ -27,7 +28,7 @@ def test_rec():
     s4[c, y, x] = (((halo.cast(halo.int32, s3[c, y, x - 1]) * 2) + (halo.cast(halo.int32, s3[c, y, x]) * 8)) + (halo.cast(halo.int32, s3[c, y, x + 1]) * -4))
     s6 = halo.Func("s6")
     r5 = halo.RDom((-1, 3), (0, 1), name="r5")
-    s6[c, y, x] = halo.sum((s4[c, y + r5.x, x + r5.y] * (r5.x - r5.y + 2)))
+    s6[c, y, x] = halo.sum(s4[c, y + r5.x, x + r5.y] * (r5.x - r5.y + 2))
     s7 = halo.Func("s7")
     s7[c, y, x] = halo.cast(halo.float32, s6[c, y, x])
     s11 = halo.Func("s11")

@@ -1,3 +1,4 @@
+# ruff: noqa: E501 - the algorithm as the fuzzer wrote it, one definition a line
 """A 12-stage pipeline with two cache_read copies: found by `python -m halo.fuzz`
 (program 11000093, seed 11 campaign). Lowering wraps the loops in a few lets per Func and
 dimension, and the box analysis of bounds inference took one Python frame per let of
@@ -18,7 +19,7 @@ def test_long_let_chain_in_bounds_inference():
     s4[c, y, x] = (((halo.cast(halo.int32, s3[c, y, x - 1]) * 2) + (halo.cast(halo.int32, s3[c, y, x]) * 8)) + (halo.cast(halo.int32, s3[c, y, x + 1]) * -4))
     s6 = halo.Func("s6")
     r5 = halo.RDom((-1, 3), (0, 1), name="r5")
-    s6[c, y, x] = halo.sum((s4[c, y + r5.x, x + r5.y] * (r5.x - r5.y + 2)))
+    s6[c, y, x] = halo.sum(s4[c, y + r5.x, x + r5.y] * (r5.x - r5.y + 2))
     s7 = halo.Func("s7")
     s7[c, y, x] = halo.cast(halo.float32, s6[c, y, x])
     s11 = halo.Func("s11")
@@ -44,8 +45,8 @@ def test_long_let_chain_in_bounds_inference():
     s6.compute_root()
     s4.compute_root()
     b2.compute_root()
-    s4_global = s4.cache_read('global')
-    s7_shared = s7.cache_read('shared')
+    s4.cache_read('global')
+    s7.cache_read('shared')
 
     rng = np.random.default_rng(11000093)
     inputs = {
