@@ -257,7 +257,21 @@ class _BoxFinder(IRVisitor):
             s.body)
 
     def visit_LetStmt(self, s: n.LetStmt) -> None:
-        self._visit_let(s.name, s.value, s.body)
+        """A chain of lets in one loop, not one Python frame per let: lowering puts a
+        few lets per Func and dimension around the pipeline, hundreds for a large one."""
+        saved = self.scope, self.walked
+        try:
+            body: n.Stmt = s
+            while isinstance(body, n.LetStmt):
+                self.visit(body.value)
+                scope, let = self.scope, body
+                self.scope = scope.bind(let.name, lambda scope=scope, let=let:
+                                        self.intervals.bounds(let.value, scope))
+                self.walked = set()
+                body = body.body
+            self.visit(body)
+        finally:
+            self.scope, self.walked = saved
 
     def visit_Let(self, e: n.Let) -> None:
         self._visit_let(e.name, e.value, e.body)

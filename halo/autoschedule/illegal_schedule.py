@@ -104,9 +104,13 @@ def reorder_rvars(d, placer, rng):
 
 
 def parallel_rvar(d, placer, rng):
+    def permitted(ref: StageRef) -> bool:  # atomic() or allow_race_conditions()
+        record = d.built.funcs[ref.func].schedule.stages[ref.stage]
+        return record.atomic or record.allow_races
     candidates = [(StageRef(s.name, k), x.name) for s in d.pipeline.stages
                   if placer.placement(s.name) != "inline"
                   for k in range(1, len(d.built.funcs[s.name].definitions))
+                  if not permitted(StageRef(s.name, k))
                   for x in _dims(d, StageRef(s.name, k)) if not x.pure]
     if not candidates:
         return None
@@ -203,6 +207,8 @@ def _output_original_dims(d):
     the name for its outer loop), with their extents."""
     out = d.built.output
     stage = out.schedule.stages[0]
+    if stage.specializations:  # (the default loops may not be the ones that run)
+        return []
     split = {t.old for t in stage.transforms if isinstance(t, Split)}
     names = set(stage.dim_names()) - split
     return [(v.name, size) for v, size in zip(out.args, d.pipeline.output_shape, strict=True)
@@ -263,6 +269,87 @@ ILLEGAL_CALLS: dict[str, Callable] = {
     "round_up_output": round_up_output,
     "bound_too_small": bound_too_small,
 }
+
+
+def _updates_of_kind(d, placer, kinds):
+    return [StageRef(s.name, k) for s in d.pipeline.stages if s.kind in kinds
+            and placer.placement(s.name) != "inline" and s.name in d.built.funcs
+            for k in range(1, len(d.built.funcs[s.name].definitions))]
+
+
+def rfactor_not_associative(d, placer, rng):
+    """rfactor of a scan (it reads its Func at another point): no intermediate can
+    hold partial results."""
+    refs = _updates_of_kind(d, placer, ("scan",))
+    if not refs:
+        return None
+    ref = rng.choice(refs)
+    rloops = [x.name for x in _dims(d, ref) if not x.pure]
+    return rloops and Call(ref, "rfactor", (rng.choice(rloops), "u_bad")) or None
+
+
+def atomic_not_pointwise(d, placer, rng):
+    """atomic() on a scan: it reads its Func at a point it doesn't write."""
+    refs = _updates_of_kind(d, placer, ("scan",))
+    return refs and Call(rng.choice(refs), "atomic") or None
+
+
+def cache_read_non_reader(d, placer, rng):
+    """cache_read naming a reader that doesn't read the source."""
+    env = placer.env
+    options = []
+    for s in d.pipeline.stages:
+        src = d.built.funcs[s.name]
+        readers = {g.name for g in env.funcs.values() if g is not src
+                   and any(src in x.deps for x in g.definitions)}
+        options += [(s.name, g.name) for g in d.pipeline.stages
+                    if g.name not in readers and g.name != s.name]
+    if not options:
+        return None
+    src, g = rng.choice(options)
+    return Call(StageRef(src), "cache_read", ("global",), (("readers", [StageRef(g)]),),
+                result=f"{src}_bad")
+
+
+def cache_write_after_loops(d, placer, rng):
+    """cache_write of a Func whose loops are already scheduled."""
+    names = [s.name for s in d.pipeline.stages if s.name in d.built.funcs
+             and placer.placement(s.name) != "inline"
+             and any(st.transforms for st in d.built.funcs[s.name].schedule.stages)]
+    return names and Call(StageRef(rng.choice(names)), "cache_write", ("global",),
+                          result="bad_cache") or None
+
+
+def specialize_on_loop_var(d, placer, rng):
+    """A specialization whose condition uses a pure Var (not known before the run)."""
+    ref = _scheduled(d, placer, rng)
+    if ref is None:
+        return None
+    cond = rng.choice(("x > 2", "y % 2 == 0"))
+    return Call(StageRef(ref.func, ref.stage, cond), "serial", (_dims(d, ref)[0].name,))
+
+
+def stack_of_variable_size(d, placer, rng):
+    """store_in("stack") of a root Func of 2-D or more whose region grows with the
+    output (no bound() on the output): there is no constant size to put on the stack."""
+    if d.built.output.schedule.bounds:
+        return None
+    def grows(name: str) -> bool:  # read, through no histogram, by the output
+        return name == d.pipeline.output.name or any(
+            grows(c.name) for c in d.pipeline.consumers(name) if c.kind != "histogram")
+    names = [s.name for s in d.pipeline.stages[:-1] if s.ndim >= 2
+             and placer.placement(s.name) == "root" and grows(s.name)]
+    return names and Call(StageRef(rng.choice(names)), "store_in", ("stack",)) or None
+
+
+ILLEGAL_CALLS.update({
+    "rfactor_not_associative": rfactor_not_associative,
+    "atomic_not_pointwise": atomic_not_pointwise,
+    "cache_read_non_reader": cache_read_non_reader,
+    "cache_write_after_loops": cache_write_after_loops,
+    "specialize_on_loop_var": specialize_on_loop_var,
+    "stack_of_variable_size": stack_of_variable_size,
+})
 
 
 def illegal_schedule(pipeline: RandomPipeline, built: BuiltPipeline,

@@ -20,6 +20,7 @@ from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.lang.environment import Environment
+from halo.schedule.records import Fuse, Split
 
 FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
 
@@ -29,9 +30,33 @@ class StageRef:
     """A Func (stage 0) or its update `stage - 1`, as a schedule call's argument."""
     func: str
     stage: int = 0
+    cond: str | None = None  # the specialization of the stage under this condition
 
     def source(self) -> str:
-        return self.func if self.stage == 0 else f"{self.func}.update({self.stage - 1})"
+        base = self.func if self.stage == 0 else f"{self.func}.update({self.stage - 1})"
+        return base if self.cond is None else f"{base}.specialize({self.cond})"
+
+    def resolve(self, funcs: dict, params: dict | None = None):
+        f = funcs[self.func] if self.func in funcs else (params or {})[self.func]
+        stage = f if self.stage == 0 else f.update(self.stage - 1)
+        if self.cond is None:
+            return stage
+        return stage.specialize(Source(self.cond).resolve(params))
+
+
+@dataclass(frozen=True)
+class Source:
+    """An argument written as halo source over the inputs (`in0.shape[1] % 8 == 0`)."""
+    text: str
+
+    def source(self) -> str:
+        return self.text
+
+    def resolve(self, params: dict | None):
+        import halo
+        namespace = {"halo": halo, **dict(zip(("c", "y", "x"), halo.vars("c y x"),
+                                              strict=True)), **(params or {})}
+        return eval(self.text, namespace)  # noqa: S307 - text drawn by this module
 
 
 @dataclass(frozen=True)
@@ -41,18 +66,35 @@ class Call:
     method: str
     args: tuple = ()
     kwargs: tuple[tuple[str, object], ...] = ()
+    result: str | None = None  # the name the returned Func gets (cache_read, rfactor, ...)
 
     def source(self) -> str:
-        args = [a.source() if isinstance(a, StageRef) else repr(a) for a in self.args]
-        args += [f"{k}={v!r}" for k, v in self.kwargs]
-        return f"{self.target.source()}.{self.method}({', '.join(args)})"
+        args = [_arg_source(a) for a in self.args]
+        args += [f"{k}={_arg_source(v)}" for k, v in self.kwargs]
+        call = f"{self.target.source()}.{self.method}({', '.join(args)})"
+        return call if self.result is None else f"{self.result} = {call}"
 
-    def apply(self, funcs: dict) -> None:
-        def resolve(ref: StageRef):
-            f = funcs[ref.func]
-            return f if ref.stage == 0 else f.update(ref.stage - 1)
-        args = [resolve(a) if isinstance(a, StageRef) else a for a in self.args]
-        getattr(resolve(self.target), self.method)(*args, **dict(self.kwargs))
+    def apply(self, funcs: dict, params: dict | None = None) -> None:
+        def resolve(a):
+            if isinstance(a, (StageRef, Source)):
+                return a.resolve(funcs, params) if isinstance(a, StageRef) else \
+                    a.resolve(params)
+            if isinstance(a, list):
+                return [resolve(x) for x in a]
+            return a
+        args = [resolve(a) for a in self.args]
+        kwargs = {k: resolve(v) for k, v in self.kwargs}
+        out = getattr(resolve(self.target), self.method)(*args, **kwargs)
+        if self.result is not None:
+            funcs[self.result] = out
+
+
+def _arg_source(a) -> str:
+    if isinstance(a, (StageRef, Source)):
+        return a.source()
+    if isinstance(a, list):
+        return f"[{', '.join(_arg_source(x) for x in a)}]"
+    return repr(a)
 
 
 def schedule_source(calls: list[Call]) -> str:
@@ -61,7 +103,7 @@ def schedule_source(calls: list[Call]) -> str:
 
 def apply_schedule(calls: list[Call], built: BuiltPipeline) -> None:
     for c in calls:
-        c.apply(built.funcs)
+        c.apply(built.funcs, built.params)
 
 
 @dataclass
@@ -109,7 +151,7 @@ class Drawer:
     placements: dict = field(default_factory=dict)  # name -> "inline" | "root" | (ref, var)
 
     def emit(self, call: Call) -> None:
-        call.apply(self.built.funcs)
+        call.apply(self.built.funcs, self.built.params)
         self.calls.append(call)
 
 
@@ -330,10 +372,10 @@ class Placer:
         common = None
         for g, k in self.effective_uses(name):
             own = []
-            if g in self.named:
+            stage = self.env.funcs[g].schedule.stages[k]
+            if g in self.named and not stage.specializations:  # (branches split apart)
                 ref = StageRef(g, k)
-                own = [(ref, d.name, d.kind)
-                       for d in self.env.funcs[g].schedule.stages[k].dims]
+                own = [(ref, d.name, d.kind) for d in stage.dims]
             options = self.enclosing(g) + own
             common = options if common is None else [o for o in common if o in options]
         return common or []
@@ -384,7 +426,8 @@ def _store(drawer: Drawer, ref: StageRef, chain, rng: random.Random) -> None:
         drawer.emit(Call(ref, "store_at", (site_ref, var)))
 
 
-def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int) -> None:
+def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int,
+                    placer: Placer | None = None, specialize: bool = True) -> None:
     f = drawer.built.funcs[name]
     is_output = f is drawer.built.output
     for k in range(len(f.definitions)):
@@ -397,12 +440,30 @@ def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int) -
             bound = f.schedule.bounds
             extents.update({v: e for v, (_, e) in bound.items() if isinstance(e, int)})
         st = StageState(f, k, is_output, extents)
-        names, weights = list(LOOP_PRIMITIVES), [w for w, _ in LOOP_PRIMITIVES.values()]
-        for _ in range(rng.randint(0, count)):
-            draw = LOOP_PRIMITIVES[rng.choices(names, weights)[0]][1]
-            call = draw(st, rng)
-            if call is not None:
-                drawer.emit(call)
+        intm = None
+        if k > 0 and placer is not None:
+            intm = draw_rfactor(drawer, st, rng)
+            if intm is None:
+                for call in draw_update_permission(drawer, st, rng):
+                    drawer.emit(call)
+        _draw_loops(drawer, st, rng, rng.randint(0, count), LOOP_PRIMITIVES)
+        if specialize and drawer.pipeline.inputs and rng.random() < SPECIALIZE_RATE:
+            spec = SpecState(f, k, is_output, dict(st.extents),
+                             cond=draw_condition(drawer.pipeline, rng))
+            _draw_loops(drawer, spec, rng, rng.randint(1, 2), LOOP_PRIMITIVES)
+        if intm is not None:
+            place_rfactor(drawer, st, intm, rng)
+            _schedule_loops(drawer, intm, rng, count, placer)
+            placer.named.add(intm)
+
+
+def _draw_loops(drawer: Drawer, st: StageState, rng: random.Random, count: int,
+                table: dict[str, tuple[float, Callable]]) -> None:
+    names, weights = list(table), [w for w, _ in table.values()]
+    for _ in range(count):
+        call = table[rng.choices(names, weights)[0]][1](st, rng)
+        if call is not None:
+            drawer.emit(call)
 
 
 def random_schedule(pipeline: RandomPipeline, built: BuiltPipeline, seed: int,
@@ -415,6 +476,234 @@ def random_schedule(pipeline: RandomPipeline, built: BuiltPipeline, seed: int,
     for spec in reversed(pipeline.stages):
         if spec.name != pipeline.output.name:
             _place(drawer, placer, spec.name, rng)
+            draw_store_in_stack(drawer, placer, spec.name, rng)
         if placer.placement(spec.name) != "inline":
-            _schedule_loops(drawer, spec.name, rng, max_calls_per_stage)
+            new = draw_cache_write(drawer, spec.name, rng)
+            _schedule_loops(drawer, spec.name, rng, max_calls_per_stage, placer,
+                            specialize=new is None)
+            if new is not None:
+                place_cache_write(drawer, spec.name, new, rng)
+                _schedule_loops(drawer, new, rng, max_calls_per_stage, placer)
+                placer.named.add(new)
+        placer.env = Environment.of([built.output])
+    draw_cache_reads(drawer, placer, rng)
     return drawer.calls
+
+
+# -------------------------------------------- specializations, new Funcs, permissions
+
+SPECIALIZE_RATE = 0.12
+CACHE_WRITE_RATE = 0.1
+CACHE_READ_RATE = 0.1
+RFACTOR_RATE = 0.3
+ATOMIC_RATE = 0.3
+STACK_RATE = 0.3
+# Stage kinds whose update is `f[..] += e` with e free of f: rfactor and atomic apply.
+ASSOCIATIVE_UPDATES = ("stencil_rdom", "conv", "matmul")
+SCATTER_UPDATES = ("histogram",)
+# Stage kinds whose pure definition reads each producer in a constant-size box around
+# the point it computes: a producer computed at their innermost loop has a constant size.
+CONSTANT_FOOTPRINT = ("pointwise", "math", "stencil", "cast", "select_mask", "transpose",
+                      "channel_mix")
+
+
+@dataclass
+class SpecState(StageState):
+    """The specialization of a stage under `cond`: draws schedule its copy of the loops."""
+    cond: str = ""
+
+    @property
+    def record(self):
+        parent = self.func.schedule.stages[self.stage]
+        return parent.specializations[-1].schedule if parent.specializations else parent
+
+    def ref(self) -> StageRef:
+        return StageRef(self.func.name, self.stage, self.cond)
+
+
+def draw_condition(pipeline: RandomPipeline, rng: random.Random) -> str:
+    """A condition over an input's extent: true or false for the inputs drawn."""
+    inp = rng.choice(pipeline.inputs)
+    i = rng.randrange(len(inp.shape))
+    e = f"{inp.name}.shape[{i}]"
+    return rng.choice((f"{e} % {rng.choice((2, 4, 8))} == 0", f"{e} > {rng.randint(1, 24)}",
+                       f"{e} == {inp.shape[i]}", f"{e} == {inp.shape[i] + 1}",
+                       f"({e} >= 4) & ({e} % 2 == 1)"))
+
+
+def draw_parallel_rvar(st: StageState, rng: random.Random) -> Call | None:
+    """parallel / vectorize of a reduction loop of an atomic update."""
+    impure = [d for d in st.dims if not d.pure]
+    if not st.record.atomic or not impure:
+        return None
+    d = rng.choice(impure)
+    ext = st.extents.get(d.name, 0)
+    if 1 <= ext <= 32 and rng.random() < 0.3:
+        return Call(st.ref(), "vectorize", (d.name,))
+    if rng.random() < 0.3:
+        return _kind_with_factor_on(st, d.name, rng.choice((2, 4, 8)), "vectorize", "vec")
+    return Call(st.ref(), "parallel", (d.name,))
+
+
+def _kind_with_factor_on(st: StageState, name: str, factor: int, method: str,
+                         suffix: str) -> Call:
+    if name in st.extents:
+        st.extents[name] = -(-st.extents[name] // factor)
+    st.extents[_predicted_inner(st, name, suffix)] = factor
+    return Call(st.ref(), method, (name, factor))
+
+
+LOOP_PRIMITIVES["parallel_rvar"] = (1.5, draw_parallel_rvar)
+
+def _kind(drawer: Drawer, name: str) -> str | None:
+    return next((s.kind for s in drawer.pipeline.stages if s.name == name), None)
+
+
+def draw_update_permission(drawer: Drawer, st: StageState, rng: random.Random) -> list[Call]:
+    """atomic() on an update that reads its Func only at the point it writes with an
+    order-free operator (sums and histograms), so its reduction loops may run in
+    parallel or vectorized."""
+    if st.stage == 1 and _kind(drawer, st.func.name) in ASSOCIATIVE_UPDATES + \
+            SCATTER_UPDATES and rng.random() < ATOMIC_RATE:
+        return [Call(st.ref(), "atomic")]
+    return []
+
+
+def draw_rfactor(drawer: Drawer, st: StageState, rng: random.Random) -> str | None:
+    """rfactor of an associative update (splitting a lone reduction loop first); returns
+    the intermediate's name (placed by `place_rfactor` once the merge is scheduled)."""
+    if st.stage != 1 or _kind(drawer, st.func.name) not in ASSOCIATIVE_UPDATES or \
+            rng.random() >= RFACTOR_RATE:
+        return None
+    impure = [d for d in st.dims if not d.pure]
+    if len(impure) == 1:
+        d = impure[0]
+        factor = rng.choice((2, 3, 4))
+        inner = st.fresh(d.name, "i")
+        if d.name in st.extents:
+            st.extents[d.name] = -(-st.extents[d.name] // factor)
+        st.extents[inner] = factor
+        drawer.emit(Call(st.ref(), "split", (d.name, d.name, inner, factor),
+                         (("tail", rng.choice(("auto", "guard"))),)))
+        impure = [d for d in st.dims if not d.pure]
+    loop = rng.choice(impure).name
+    name = f"{st.func.name}_rf"
+    drawer.emit(Call(st.ref(), "rfactor", (loop, st.fresh("u", "")), (("name", name),),
+                     result=name))
+    return name
+
+
+def place_rfactor(drawer: Drawer, st: StageState, name: str, rng: random.Random) -> None:
+    """The intermediate of an rfactor, at root or at a loop of the merge (unless the
+    merge has specializations, whose loops may differ)."""
+    merge = [d.name for d in st.dims]
+    if merge and not st.record.specializations and rng.random() < 0.5:
+        where: object = (st.ref(), rng.choice(merge))
+        drawer.emit(Call(StageRef(name), "compute_at", where))
+    else:
+        where = "root"
+        drawer.emit(Call(StageRef(name), "compute_root"))
+    drawer.placements[name] = where
+
+
+def draw_cache_write(drawer: Drawer, name: str, rng: random.Random) -> str | None:
+    """cache_write of a Func with no loop schedule yet; returns the new Func's name. It
+    is placed (and scheduled) by `place_cache_write` once the Func's loops are drawn."""
+    if rng.random() >= CACHE_WRITE_RATE:
+        return None
+    f = drawer.built.funcs[name]
+    pure = {v.name for v in f.args}
+    pointwise = all([getattr(a, "name", None) for a in u.args] == [v.name for v in f.args]
+                    for u in f.definitions[1:])  # (updates write the point they're at)
+    scope = rng.choice(("global", "global", "local") if pointwise and pure else ("global",))
+    new = _cache_name_of(f, scope)
+    drawer.emit(Call(StageRef(name), "cache_write", (scope,), result=new))
+    return new
+
+
+def _cache_name_of(source, scope: str) -> str:
+    """The name `cache_read` / `cache_write` will give the new Func."""
+    k = source.__dict__.get("_cache_counts", {}).get(scope, 0)
+    return f"{source.name}_{scope}" if k == 0 else f"{source.name}_{scope}{k}"
+
+
+def place_cache_write(drawer: Drawer, name: str, new: str, rng: random.Random) -> None:
+    """Compute the stage `cache_write` made at root or at a loop of the copy-out; one in
+    "local" memory (a constant size) at the copy-out's innermost loop."""
+    stage = drawer.built.funcs[name].schedule.stages[0]
+    dims = stage.dims
+    local = drawer.built.funcs[new].schedule.memory_scope == "local"
+    if local and _imprecise(stage):
+        drawer.emit(Call(StageRef(new), "store_in", ("global",)))
+        local = False
+    if local or rng.random() < 0.6:
+        var = dims[-1].name if local else rng.choice(dims).name
+        drawer.emit(Call(StageRef(new), "compute_at", (StageRef(name), var)))
+        drawer.placements[new] = (StageRef(name), var)
+    else:
+        drawer.emit(Call(StageRef(new), "compute_root"))
+        drawer.placements[new] = "root"
+
+
+def draw_store_in_stack(drawer: Drawer, placer: Placer, name: str,
+                        rng: random.Random) -> None:
+    """store_in("stack" / "local") for a Func computed at the innermost loop of its one
+    consumer (with no fused loops), which reads it in a constant-size box: its buffer
+    has a constant size."""
+    where = drawer.placements.get(name)
+    if not isinstance(where, tuple) or rng.random() >= STACK_RATE:
+        return
+    ref, var = where
+    f = drawer.built.funcs[name]
+    stage = drawer.built.funcs[ref.func].schedule.stages[ref.stage]
+    if ref.stage != 0 or ref.cond is not None or stage.dims[-1].name != var or \
+            _kind(drawer, ref.func) not in CONSTANT_FOOTPRINT or \
+            uses(placer.env, name) != [(ref.func, 0)] or f.schedule.store_level is not None or \
+            _imprecise(stage):
+        return
+    drawer.emit(Call(StageRef(name), "store_in", (rng.choice(("stack", "local")),)))
+
+
+def _imprecise(stage) -> bool:
+    """Whether a stage's loops make a region bounds inference can't bound by a constant:
+    a fused loop's coordinates are divisions by a variable extent, and a split of a
+    split loop (shift_inwards tails nested) gives two clamped forms of one coordinate."""
+    return any(isinstance(t, Fuse) for t in stage.transforms) or \
+        sum(isinstance(t, Split) for t in stage.transforms) > 1
+
+
+def draw_cache_reads(drawer: Drawer, placer: Placer, rng: random.Random) -> None:
+    """cache_read of root Funcs and of inputs: for every reader (the copy at root), or
+    for one reader computed somewhere (the copy at root or at one of its loops, when
+    the reader reads the source in one stage)."""
+    sources = [s.name for s in drawer.pipeline.stages
+               if placer.placement(s.name) == "root" and s.name != drawer.pipeline.output.name]
+    sources += [i.name for i in drawer.pipeline.inputs]
+    for src in sources:
+        if rng.random() >= CACHE_READ_RATE:
+            continue
+        obj = drawer.built.funcs[src] if src in drawer.built.funcs else drawer.built.params[src]
+        uses_now = _direct_uses(placer.env, obj)
+        readers = sorted({g for g, _ in uses_now
+                          if g in drawer.built.funcs and placer.placement(g) != "inline"})
+        scope = rng.choice(("global", "global", "shared"))
+        new = _cache_name_of(obj, scope)
+        if readers and rng.random() < 0.7:
+            g = rng.choice(readers)
+            drawer.emit(Call(StageRef(src), "cache_read", (scope,),
+                             (("readers", [StageRef(g)]),), result=new))
+            stages = {k for h, k in uses_now if h == g}
+            record = drawer.built.funcs[g].schedule.stages[min(stages)]
+            if len(stages) == 1 and not record.specializations and rng.random() < 0.6:
+                ref = StageRef(g, stages.pop())
+                dims = record.dims
+                drawer.emit(Call(StageRef(new), "compute_at", (ref, rng.choice(dims).name)))
+                continue
+        else:
+            drawer.emit(Call(StageRef(src), "cache_read", (scope,), result=new))
+        drawer.emit(Call(StageRef(new), "compute_root"))
+
+
+def _direct_uses(env: Environment, obj) -> list[tuple[str, int]]:
+    return [(g.name, k) for g in env.funcs.values() if g is not obj
+            for k, d in enumerate(g.definitions) if obj in d.deps]

@@ -9,6 +9,7 @@ any legal order of float operations may change the result).
 """
 from __future__ import annotations
 
+import re
 import traceback
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from halo.autoschedule.illegal_schedule import illegal_schedule
 from halo.autoschedule.random_pipeline import RandomPipeline, random_pipeline
-from halo.autoschedule.random_schedule import Call, apply_schedule, random_schedule
+from halo.autoschedule.random_schedule import Call, StageRef, apply_schedule, random_schedule
 from halo.backends.interp import reference
 from halo.errors import HaloError, InternalError
 
@@ -72,23 +73,39 @@ def case_program(case: Case) -> tuple[RandomPipeline, list[Call], str]:
     if case.output is not None:
         calls = restrict_calls(calls, pipeline)
     if case.keep is not None:
-        calls = [calls[i] for i in case.keep if i < len(calls)]
+        calls = defined_calls([calls[i] for i in case.keep if i < len(calls)], pipeline)
     return pipeline, calls, rule
+
+
+def _names_used(c: Call) -> set[str]:
+    """The Funcs and inputs a call names (its target, arguments, conditions)."""
+    refs = [c.target, *c.args, *(v for _, v in c.kwargs)]
+    refs += [x for r in refs if isinstance(r, list) for x in r]
+    out = {r.func for r in refs if isinstance(r, StageRef)}
+    out |= {m for r in refs if isinstance(r, StageRef) and r.cond
+            for m in re.findall(r"[A-Za-z_]\w*", r.cond)}
+    return out - {"shape", "halo"}
+
+
+def defined_calls(calls: list[Call], pipeline: RandomPipeline) -> list[Call]:
+    """The calls whose Funcs and inputs exist: those of the pipeline, and those made by
+    an earlier call kept (`cache_read`, `rfactor`, ...)."""
+    known = {s.name for s in pipeline.stages} | {i.name for i in pipeline.inputs}
+    out = []
+    for c in calls:
+        if _names_used(c) <= known:
+            out.append(c)
+            if c.result is not None:
+                known.add(c.result)
+    return out
 
 
 def restrict_calls(calls: list[Call], pipeline: RandomPipeline) -> list[Call]:
     """The calls that still make sense on a truncated pipeline: those on its Funcs, minus
     the placement of its (new) output."""
-    names = {s.name for s in pipeline.stages}
-    out = []
-    for c in calls:
-        refs = [c.target.func] + [a.func for a in c.args if hasattr(a, "func")]
-        if any(r not in names for r in refs):
-            continue
-        if c.target.func == pipeline.output.name and c.method in PLACEMENT_CALLS:
-            continue
-        out.append(c)
-    return out
+    kept = [c for c in calls if not (c.target.func == pipeline.output.name and
+                                     c.method in PLACEMENT_CALLS)]
+    return defined_calls(kept, pipeline)
 
 
 def tolerance(pipeline: RandomPipeline, want: np.ndarray) -> np.ndarray:

@@ -13,6 +13,7 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
 """
 from __future__ import annotations
 
+from halo.analysis.interval import Interval, bounds_of_expr
 from halo.analysis.simplify import simplify
 from halo.analysis.upper_bound import constant_upper_bound
 from halo.errors import ScheduleError
@@ -56,7 +57,21 @@ class _Flatten(IRMutator):
     def __init__(self, ctx: LowerContext):
         self.ctx = ctx
         self.mins: dict[str, tuple[n.Expr, ...]] = {}  # Func -> mins of its storage
+        self.loops: dict[str, Interval] = {}  # enclosing loops of constant range
         self.lets: dict[str, n.Expr] = {}  # the enclosing lets, to see through extents
+
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        lo, extent = (simplify(_expand(e, self.lets)) for e in (loop.min, loop.extent))
+        if not (isinstance(lo, n.Const) and isinstance(extent, n.Const)):
+            return self.mutate_children(loop)
+        outer = self.loops.get(loop.name)
+        self.loops[loop.name] = Interval(lo, const(lo.value + extent.value - 1))
+        out = self.mutate_children(loop)
+        if outer is None:
+            del self.loops[loop.name]
+        else:
+            self.loops[loop.name] = outer
+        return out
 
     def visit_LetStmt(self, let: n.LetStmt) -> n.Stmt:
         outer = self.lets.get(let.name)
@@ -113,6 +128,11 @@ class _Flatten(IRMutator):
             return extent
         extent = simplify(_expand(extent, self.lets))
         bound = constant_upper_bound(extent)
+        if bound is None and self.loops:
+            # over the enclosing loops of constant range (an unrolled or vectorized
+            # loop's index, e.g. the extent x_i - 1 of a region clipped by a shifted tail)
+            upper = bounds_of_expr(extent, self.loops).max
+            bound = None if upper is None else constant_upper_bound(upper)
         if bound is None:
             f = self.ctx.env.funcs[r.name]
             dim = f.args[i].name if i < len(f.args) else str(i)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
-from halo.ir.substitute import substitute, var_names
+from halo.ir.substitute import substitute
 from halo.ir.visitor import walk
 from halo.schedule.records import Dim, Fuse, RFactor, Split, StageSchedule
 from halo.schedule.stage import loop_name
@@ -142,9 +142,9 @@ def rfactor(stage, rvar, v, name: str | None):
     bounds, value_of, guards = _reduction_loops(d, sched, error)
 
     def resolve(x: n.Expr, preserved_as: n.Expr) -> n.Expr:
-        while var_names(x) & value_of.keys():
-            x = substitute(x, value_of)
-        return substitute(x, {loop: preserved_as})
+        """`x`, over the reduction variables, in terms of the loops (one substitution:
+        a split may give its outer loop the name of the variable it splits)."""
+        return substitute(substitute(x, value_of), {loop: preserved_as})
 
     bound_deps = frozenset().union(*(b.deps for r in d.rdom.rvars for b in (r.min, r.extent)))
     other_deps = d.deps - {f, d.rdom}
@@ -160,13 +160,14 @@ def rfactor(stage, rvar, v, name: str | None):
     kept = [x for x in rloops if x != loop]
     intm_rdom = RDom(*((Expr(bounds[x][0], bound_deps), Expr(bounds[x][1], bound_deps))
                        for x in kept), name=f"{intm_name}_r", rvar_names=tuple(kept))
-    conditions = [*guards, *([predicate.node] if predicate is not None else [])]
+    conditions = [substitute(g, {loop: var_expr}) for g in guards] + \
+        ([resolve(predicate.node, var_expr)] if predicate is not None else [])
     if conditions:
         condition = conditions[0]
         for c in conditions[1:]:
             condition = n.And(condition, c)
         deps = (predicate.deps if predicate is not None else frozenset()) - {d.rdom}
-        intm_rdom.where(Expr(resolve(condition, var_expr), deps | bound_deps))
+        intm_rdom.where(Expr(condition, deps | bound_deps))
     lhs = (var_expr, *(resolve(a, var_expr) for a in d.args))
     intm_call = n.Call(f.type, intm_name, lhs, n.CallKind.FUNC)
     update = Definition(lhs, accumulate(intm_call, resolve(e, var_expr)), intm_rdom,
@@ -190,11 +191,17 @@ def rfactor(stage, rvar, v, name: str | None):
 def _reduction_loops(d, sched: StageSchedule, error
                      ) -> tuple[dict[str, tuple[n.Expr, n.Expr]], dict[str, n.Expr], list[n.Expr]]:
     """The reduction loops the stage's splits and fuses made, as reduction variables:
-    their (min, extent) by name, the value of each variable they replaced (in terms of
-    the loops), and the guards of non-dividing splits."""
+    their (min, extent) by name, the value of each reduction variable in terms of the
+    final loops, and the guards of non-dividing splits (over the final loops)."""
     bounds = {r.name: (r.min.node, r.extent.node) for r in d.rdom.rvars}
-    value_of: dict[str, n.Expr] = {}
+    value_of: dict[str, n.Expr] = {r.name: n.Var(r.name) for r in d.rdom.rvars}
     guards: list[n.Expr] = []
+
+    def replace_loops(replaced: dict[str, n.Expr]) -> None:
+        for name, v in value_of.items():
+            value_of[name] = substitute(v, replaced)
+        guards[:] = [substitute(g, replaced) for g in guards]
+
     for t in sched.transforms:
         if isinstance(t, Split):
             if t.old not in bounds:
@@ -205,12 +212,13 @@ def _reduction_loops(d, sched: StageSchedule, error
             bounds[t.outer] = (n.const(0), n.Div(n.Add(extent, n.const(t.factor - 1)), factor))
             bounds[t.inner] = (n.const(0), factor)
             point = n.Add(n.Add(lo, n.Mul(n.Var(t.outer), factor)), n.Var(t.inner))
-            value_of[t.old] = point
-            if not (isinstance(extent, n.Const) and extent.value % t.factor == 0):
+            if isinstance(extent, n.Const) and extent.value % t.factor == 0:
+                replace_loops({t.old: point})
+            else:
                 # Past the end only where the guard is false; the min shows bounds
                 # inference the range, so the guard needn't be understood.
+                replace_loops({t.old: n.Min(point, n.Sub(n.Add(lo, extent), n.const(1)))})
                 guards.append(n.LT(point, n.Add(lo, extent)))
-                value_of[t.old] = n.Min(point, n.Sub(n.Add(lo, extent), n.const(1)))
         elif isinstance(t, Fuse):
             if t.outer not in bounds or t.inner not in bounds:
                 raise error(f"fuse({t.outer}, {t.inner}, {t.fused}) fuses a pure loop; call "
@@ -220,8 +228,8 @@ def _reduction_loops(d, sched: StageSchedule, error
             bounds[t.fused] = (n.const(0), n.Mul(ext_o, ext_i))
             # In range by construction; the clamps show bounds inference the ranges,
             # which a division by a symbolic extent hides.
-            value_of[t.inner] = _clamp(n.Add(lo_i, n.Mod(fused, ext_i)), lo_i, ext_i)
-            value_of[t.outer] = _clamp(n.Add(lo_o, n.Div(fused, ext_i)), lo_o, ext_o)
+            replace_loops({t.inner: _clamp(n.Add(lo_i, n.Mod(fused, ext_i)), lo_i, ext_i),
+                           t.outer: _clamp(n.Add(lo_o, n.Div(fused, ext_i)), lo_o, ext_o)})
     return bounds, value_of, guards
 
 

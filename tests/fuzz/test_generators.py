@@ -70,9 +70,49 @@ def test_schedules_use_every_primitive():
         p = random_pipeline(seed)
         used.update(c.method for c in random_schedule(p, p.build(), seed))
         rules[illegal_schedule(p, p.build(), seed)[1]] += 1
-    assert set(LOOP_PRIMITIVES) <= set(used)
+    assert set(LOOP_PRIMITIVES) - {"parallel_rvar"} <= set(used)
     assert {"compute_at", "compute_root", "store_at", "bound"} <= set(used)
-    assert len(rules) >= len(ILLEGAL_CALLS) - 4
+    assert len(rules) >= len(ILLEGAL_CALLS) - 6
+
+
+NEW_FUNC_CALLS = {"cache_read", "cache_write", "rfactor"}
+
+
+def test_schedules_use_caches_rfactor_atomic_stack_and_specializations():
+    """The primitives that make new Funcs or permissions appear, and a reduction loop
+    of an atomic update runs in parallel or vectorized somewhere."""
+    used, specialized, rvar_loops = Counter(), 0, 0
+    for seed in range(150):
+        p = random_pipeline(seed)
+        built = p.build()
+        calls = random_schedule(p, built, seed)
+        used.update(c.method for c in calls)
+        used.update(f"store_in:{c.args[0]}" for c in calls if c.method == "store_in")
+        specialized += sum(c.target.cond is not None for c in calls)
+        atomic = {c.target for c in calls if c.method == "atomic"}
+        rvar_loops += sum(c.target in atomic and c.method in ("parallel", "vectorize")
+                          for c in calls)
+    assert NEW_FUNC_CALLS | {"atomic", "store_in:stack"} <= set(used)
+    assert specialized > 0 and rvar_loops > 0
+
+
+def test_script_of_a_case_with_new_funcs_and_specializations_runs():
+    """A script replays cache_read / cache_write / rfactor (whose results it names) and
+    specializations over input extents, and passes."""
+    for seed in range(200):
+        case = Case(seed, seed * 7 + 1)
+        _, calls, _ = case_program(case)
+        if {c.method for c in calls} & NEW_FUNC_CALLS and \
+                any(c.target.cond is not None for c in calls):
+            break
+    assert run_case(case).kind == OK
+    text = case_script(case, Outcome(OK), "example")
+    assert ".specialize(" in text
+    assert any(f"    {c.result} = {c.target.source()}.{c.method}(" in text
+               for c in calls if c.result)
+    namespace: dict = {}
+    exec(compile(text, "script.py", "exec"), namespace)
+    namespace["test_example"]()
 
 
 @pytest.mark.parametrize("legal", [True, False])
@@ -88,7 +128,7 @@ def test_script_of_a_case_runs(legal, tmp_path):
 
 def test_shrink_keeps_the_failure_and_drops_the_rest():
     """With a stand-in check that 'fails' whenever a split remains, shrinking ends at the
-    smallest pipeline with one call, a split."""
+    smallest pipeline with one split (and the call making the Func it splits, if any)."""
     def run_many(cases):
         out = []
         for c in cases:
@@ -101,5 +141,6 @@ def test_shrink_keeps_the_failure_and_drops_the_rest():
     small, outcome = shrink(case, Outcome(MISMATCH), run_many)
     pipeline, calls, _ = case_program(small)
     assert outcome.kind == MISMATCH
-    assert [c.method for c in calls] == ["split"]
+    # (a split of a Func made by cache_write / rfactor keeps the call that makes it)
+    assert calls[-1].method == "split" and all(c.result for c in calls[:-1])
     assert len(pipeline.stages) < len(random_pipeline(case.program_seed).stages)
