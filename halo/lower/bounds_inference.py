@@ -30,6 +30,7 @@ from halo.ir.printer import expr_to_str
 from halo.ir.visitor import IRMutator, rewrite, walk
 from halo.lang.expr import as_expr
 from halo.lower.context import LowerContext
+from halo.schedule.records import Fuse, Split
 
 
 @dataclass(frozen=True)
@@ -216,10 +217,18 @@ def _storage_lets(realize: n.Realize, f, simplifier: Simplifier) -> n.Stmt:
     level. A dimension fixed by bound() covers the bound (reads are checked against it
     before running) and whatever the loops write past it (a round_up tail)."""
     name = f.name
-    touched, written = boxes_touched_each(realize.body, [
-        Access(name, calls=True, provides=True), Access(name, calls=False, provides=True)],
-        simplifier=simplifier)
+    touched, written, read = boxes_touched_each(realize.body, [
+        Access(name, calls=True, provides=True), Access(name, calls=False, provides=True),
+        Access(name, calls=True, provides=False)], simplifier=simplifier)
     box = list(touched)
+    for i, slack in _round_up_slack(f).items():
+        # A round_up split writes up to `slack` points past the region it computes. That
+        # region ends where the consumers' reads end; interval arithmetic over the writes
+        # alone can miss it where the region comes from a consumer's guarded tail, whose
+        # promised range doesn't hold outside the guard (found by halo.fuzz).
+        if read is not None and read[i].is_bounded:
+            box[i] = Interval.union(box[i], Interval(read[i].max, n.Add(read[i].max,
+                                                                         const(slack))))
     for v in f.schedule.bounds:
         i, iv = _bound_interval(f, v)
         box[i] = Interval.union(iv, written[i])
@@ -234,6 +243,26 @@ def _storage_lets(realize: n.Realize, f, simplifier: Simplifier) -> n.Stmt:
         bounds.append((n.Var(f"{name}.min.{i}"), n.Var(f"{name}.extent.{i}")))
     body = n.Realize(name, realize.type, tuple(bounds), realize.body, realize.scope)
     return _wrap(lets, body)
+
+
+def _round_up_slack(f) -> dict[int, int]:
+    """Per dimension of `f`, how many points past the end of the computed region its
+    round_up splits (in any specialization too) may write: the product of their factors,
+    minus one. A split of a fused loop counts for both dimensions."""
+    dims = {v.name: {i} for i, v in enumerate(f.args)}
+    factors: dict[int, int] = {}
+    pure = f.schedule.stages[0]
+    for sched in (pure, *(spec.schedule for spec in pure.specializations)):
+        origin = dict(dims)
+        for t in sched.transforms:
+            if isinstance(t, Split) and t.old in origin:
+                origin[t.outer] = origin[t.inner] = origin[t.old]
+                if t.tail == "round_up":
+                    for i in origin[t.old]:
+                        factors[i] = max(factors.get(i, 1), 1) * t.factor
+            elif isinstance(t, Fuse) and t.outer in origin and t.inner in origin:
+                origin[t.fused] = origin[t.outer] | origin[t.inner]
+    return {i: factor - 1 for i, factor in factors.items() if factor > 1}
 
 
 def _region_checks(name: str, box, what: str, mins, unbounded: str,
