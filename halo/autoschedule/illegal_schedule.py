@@ -329,26 +329,12 @@ def specialize_on_loop_var(d, placer, rng):
     return Call(StageRef(ref.func, ref.stage, cond), "serial", (_dims(d, ref)[0].name,))
 
 
-def stack_of_variable_size(d, placer, rng):
-    """store_in("stack") of a root Func of 2-D or more whose region grows with the
-    output (no bound() on the output): there is no constant size to put on the stack."""
-    if d.built.output.schedule.bounds:
-        return None
-    def grows(name: str) -> bool:  # read, through no histogram, by the output
-        return name == d.pipeline.output.name or any(
-            grows(c.name) for c in d.pipeline.consumers(name) if c.kind != "histogram")
-    names = [s.name for s in d.pipeline.stages[:-1] if s.ndim >= 2
-             and placer.placement(s.name) == "root" and grows(s.name)]
-    return names and Call(StageRef(rng.choice(names)), "store_in", ("stack",)) or None
-
-
 ILLEGAL_CALLS.update({
     "rfactor_not_associative": rfactor_not_associative,
     "atomic_not_pointwise": atomic_not_pointwise,
     "cache_read_non_reader": cache_read_non_reader,
     "cache_write_after_loops": cache_write_after_loops,
     "specialize_on_loop_var": specialize_on_loop_var,
-    "stack_of_variable_size": stack_of_variable_size,
 })
 
 

@@ -20,7 +20,6 @@ from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.lang.environment import Environment
-from halo.schedule.records import Fuse, Split
 
 FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
 
@@ -476,7 +475,6 @@ def random_schedule(pipeline: RandomPipeline, built: BuiltPipeline, seed: int,
     for spec in reversed(pipeline.stages):
         if spec.name != pipeline.output.name:
             _place(drawer, placer, spec.name, rng)
-            draw_store_in_stack(drawer, placer, spec.name, rng)
         if placer.placement(spec.name) != "inline":
             new = draw_cache_write(drawer, spec.name, rng)
             _schedule_loops(drawer, spec.name, rng, max_calls_per_stage, placer,
@@ -497,14 +495,9 @@ CACHE_WRITE_RATE = 0.1
 CACHE_READ_RATE = 0.1
 RFACTOR_RATE = 0.3
 ATOMIC_RATE = 0.3
-STACK_RATE = 0.3
 # Stage kinds whose update is `f[..] += e` with e free of f: rfactor and atomic apply.
 ASSOCIATIVE_UPDATES = ("stencil_rdom", "conv", "matmul")
 SCATTER_UPDATES = ("histogram",)
-# Stage kinds whose pure definition reads each producer in a constant-size box around
-# the point it computes: a producer computed at their innermost loop has a constant size.
-CONSTANT_FOOTPRINT = ("pointwise", "math", "stencil", "cast", "select_mask", "transpose",
-                      "channel_mix")
 
 
 @dataclass
@@ -611,11 +604,11 @@ def draw_cache_write(drawer: Drawer, name: str, rng: random.Random) -> str | Non
     is placed (and scheduled) by `place_cache_write` once the Func's loops are drawn."""
     if rng.random() >= CACHE_WRITE_RATE:
         return None
+    # Only "global": whether a "local" (stack) copy has a constant size depends on how
+    # consumers read it (a boundary condition's select spans the image), which the
+    # generator can't predict as precisely as halo's bounds do.
     f = drawer.built.funcs[name]
-    pure = {v.name for v in f.args}
-    pointwise = all([getattr(a, "name", None) for a in u.args] == [v.name for v in f.args]
-                    for u in f.definitions[1:])  # (updates write the point they're at)
-    scope = rng.choice(("global", "global", "local") if pointwise and pure else ("global",))
+    scope = "global"
     new = _cache_name_of(f, scope)
     drawer.emit(Call(StageRef(name), "cache_write", (scope,), result=new))
     return new
@@ -628,48 +621,15 @@ def _cache_name_of(source, scope: str) -> str:
 
 
 def place_cache_write(drawer: Drawer, name: str, new: str, rng: random.Random) -> None:
-    """Compute the stage `cache_write` made at root or at a loop of the copy-out; one in
-    "local" memory (a constant size) at the copy-out's innermost loop."""
-    stage = drawer.built.funcs[name].schedule.stages[0]
-    dims = stage.dims
-    local = drawer.built.funcs[new].schedule.memory_scope == "local"
-    if local and _imprecise(stage):
-        drawer.emit(Call(StageRef(new), "store_in", ("global",)))
-        local = False
-    if local or rng.random() < 0.6:
-        var = dims[-1].name if local else rng.choice(dims).name
+    """Compute the stage `cache_write` made at root or at a loop of the copy-out."""
+    dims = drawer.built.funcs[name].schedule.stages[0].dims
+    if rng.random() < 0.6:
+        var = rng.choice(dims).name
         drawer.emit(Call(StageRef(new), "compute_at", (StageRef(name), var)))
         drawer.placements[new] = (StageRef(name), var)
     else:
         drawer.emit(Call(StageRef(new), "compute_root"))
         drawer.placements[new] = "root"
-
-
-def draw_store_in_stack(drawer: Drawer, placer: Placer, name: str,
-                        rng: random.Random) -> None:
-    """store_in("stack" / "local") for a Func computed at the innermost loop of its one
-    consumer (with no fused loops), which reads it in a constant-size box: its buffer
-    has a constant size."""
-    where = drawer.placements.get(name)
-    if not isinstance(where, tuple) or rng.random() >= STACK_RATE:
-        return
-    ref, var = where
-    f = drawer.built.funcs[name]
-    stage = drawer.built.funcs[ref.func].schedule.stages[ref.stage]
-    if ref.stage != 0 or ref.cond is not None or stage.dims[-1].name != var or \
-            _kind(drawer, ref.func) not in CONSTANT_FOOTPRINT or \
-            uses(placer.env, name) != [(ref.func, 0)] or f.schedule.store_level is not None or \
-            _imprecise(stage):
-        return
-    drawer.emit(Call(StageRef(name), "store_in", (rng.choice(("stack", "local")),)))
-
-
-def _imprecise(stage) -> bool:
-    """Whether a stage's loops make a region bounds inference can't bound by a constant:
-    a fused loop's coordinates are divisions by a variable extent, and a split of a
-    split loop (shift_inwards tails nested) gives two clamped forms of one coordinate."""
-    return any(isinstance(t, Fuse) for t in stage.transforms) or \
-        sum(isinstance(t, Split) for t in stage.transforms) > 1
 
 
 def draw_cache_reads(drawer: Drawer, placer: Placer, rng: random.Random) -> None:
