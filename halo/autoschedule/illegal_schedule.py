@@ -92,6 +92,9 @@ def reorder_rvars(d, placer, rng):
                        for a in f.definitions[k].args)
             if rdom is None or not pure or placer.placement(s.name) == "inline":
                 continue
+            predicate = rdom.predicate.node if rdom.predicate is not None else None
+            if f.update(k - 1)._order_free(predicate):  # any order gives the same result
+                continue
             names = {x.name for x in _dims(d, StageRef(s.name, k))}
             wide = [rv.name for rv, (_, ext) in zip(rdom.rvars, rdom.bounds, strict=True)
                     if rv.name in names and getattr(ext.node, "value", 0) >= 2]
@@ -126,13 +129,21 @@ def compute_at_self(d, placer, rng):
 
 
 def compute_at_non_consumer(d, placer, rng):
+    """compute_at a loop of a Func that reads f neither directly nor through others: no
+    loop of it encloses a use of f."""
     names = [s.name for s in d.pipeline.stages[:-1]]
     if not names:
         return None
     f = rng.choice(names)
+    users, todo = set(), [f]
+    while todo:
+        for g in placer.env.consumers(todo.pop()):
+            if g not in users:
+                users.add(g)
+                todo.append(g)
     sites = {(r, v) for r, v, _ in placer.sites(f)}
     options = [(StageRef(g.name, k), x.name) for g in d.pipeline.stages if g.name != f
-               and placer.placement(g.name) != "inline"
+               and g.name not in users and placer.placement(g.name) != "inline"
                for k in range(len(d.built.funcs[g.name].definitions))
                for x in _dims(d, StageRef(g.name, k))
                if (StageRef(g.name, k), x.name) not in sites]
