@@ -206,7 +206,8 @@ def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
     fused = prefix + t.fused
     ir_name[t.fused] = fused
     (lo_o, ext_o), (lo_i, ext_i) = bounds.pop(outer), bounds.pop(inner)
-    bounds[fused] = (const(0), n.Mul(ext_o, ext_i))
+    # An empty region may have both extents negative; their product must not be positive.
+    bounds[fused] = (const(0), n.Mul(n.Max(ext_o, const(0)), n.Max(ext_i, const(0))))
     # Both results are in range by construction; the promises show bounds inference the
     # ranges, which a symbolic division hides.
     f = n.Var(fused)

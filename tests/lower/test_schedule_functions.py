@@ -154,12 +154,14 @@ def test_shift_inwards_on_a_constant_extent_of_at_least_the_factor_adds_no_guard
 
 
 def test_fuse_makes_one_loop_and_recovers_both_vars_with_promised_ranges():
-    """fuse(y, x, t) iterates y.extent * x.extent times; y and x come back by // and %,
-    with their ranges promised to bounds inference (a symbolic division hides them)."""
+    """fuse(y, x, t) iterates y.extent * x.extent times (no times when either is empty,
+    even when both are negative); y and x come back by // and %, with their ranges
+    promised to bounds inference (a symbolic division hides them)."""
     f = pointwise()
     f.fuse(y, x, t)
     expected = (
-        "for f.s0.t in range((f.s0.y.max - f.s0.y.min + 1) * (f.s0.x.max - f.s0.x.min + 1)):\n"
+        "for f.s0.t in range(max(f.s0.y.max - f.s0.y.min + 1, 0)"
+        " * max(f.s0.x.max - f.s0.x.min + 1, 0)):\n"
         "  f.s0.y = promise_clamped(f.s0.y.min + f.s0.t // (f.s0.x.max - f.s0.x.min + 1),"
         " f.s0.y.min, f.s0.y.min + (f.s0.y.max - f.s0.y.min + 1) - 1)\n"
         "  f.s0.x = promise_clamped(f.s0.x.min + f.s0.t % (f.s0.x.max - f.s0.x.min + 1),"
