@@ -18,6 +18,7 @@ from functools import cache
 
 import llvmlite.binding as llvm
 
+from halo.backends.llvm.single_lane_stores import split_single_lane_stores
 from halo.errors import InternalError
 
 
@@ -89,6 +90,9 @@ def jit_compile(llvm_ir: str) -> NativeModule:
         _free_pass_manager(pass_manager)
         # Captured before MCJIT, whose code generation rewrites the module in place.
         optimized_ir = str(module)
+        fixed_ir = split_single_lane_stores(optimized_ir)
+        if fixed_ir != optimized_ir:
+            module, optimized_ir = host.parse(fixed_ir), fixed_ir
         engine = llvm.create_mcjit_compiler(module, host.new_machine())
         emitted: list[bytes] = []
         engine.set_object_cache(lambda _, code: emitted.append(bytes(code)))
