@@ -82,7 +82,8 @@ def reorder_duplicate(d, placer, rng):
 def reorder_rvars(d, placer, rng):
     """Swap two reduction loops of a reduction into one point (the update's left side
     is its pure Vars), both loops of two or more iterations: the order of the updates
-    changes, and no dependence analysis can prove that harmless."""
+    changes, and no dependence analysis can prove that harmless (unless the user opted
+    in to any order with atomic() or allow_race_conditions())."""
     candidates = []
     for s in d.pipeline.stages:
         f = d.built.funcs[s.name]
@@ -90,7 +91,8 @@ def reorder_rvars(d, placer, rng):
             rdom = f.definitions[k].rdom
             pure = all(getattr(a, "name", None) in {v.name for v in f.args}
                        for a in f.definitions[k].args)
-            if rdom is None or not pure or placer.placement(s.name) == "inline":
+            if (rdom is None or not pure or placer.placement(s.name) == "inline"
+                    or _races_permitted(d, StageRef(s.name, k))):
                 continue
             predicate = rdom.predicate.node if rdom.predicate is not None else None
             if f.update(k - 1)._order_free(predicate):  # any order gives the same result
@@ -106,14 +108,18 @@ def reorder_rvars(d, placer, rng):
     return Call(ref, "reorder", (wide[-1], wide[0]))
 
 
+def _races_permitted(d, ref: StageRef) -> bool:
+    """The user opted in to any order of the stage's updates: atomic() or
+    allow_race_conditions()."""
+    record = d.built.funcs[ref.func].schedule.stages[ref.stage]
+    return record.atomic or record.allow_races
+
+
 def parallel_rvar(d, placer, rng):
-    def permitted(ref: StageRef) -> bool:  # atomic() or allow_race_conditions()
-        record = d.built.funcs[ref.func].schedule.stages[ref.stage]
-        return record.atomic or record.allow_races
     candidates = [(StageRef(s.name, k), x.name) for s in d.pipeline.stages
                   if placer.placement(s.name) != "inline"
                   for k in range(1, len(d.built.funcs[s.name].definitions))
-                  if not permitted(StageRef(s.name, k))
+                  if not _races_permitted(d, StageRef(s.name, k))
                   for x in _dims(d, StageRef(s.name, k)) if not x.pure]
     if not candidates:
         return None

@@ -65,15 +65,21 @@ def full_schedule(case: Case, pipeline: RandomPipeline) -> tuple[list[Call], str
     return illegal_schedule(pipeline, built, case.schedule_seed)
 
 
+class NotApplicable(Exception):
+    """A shrinking choice that doesn't apply to the case (not a bug in halo)."""
+
+
 def case_program(case: Case) -> tuple[RandomPipeline, list[Call], str]:
-    """The pipeline and the schedule calls of a case, after its shrinking choices."""
+    """The pipeline and the schedule calls of a case, after its shrinking choices. An
+    illegal case's last call (the one that breaks the rule) must survive them."""
     full = random_pipeline(case.program_seed)
-    calls, rule = full_schedule(case, full)
+    drawn, rule = full_schedule(case, full)
     pipeline = full if case.output is None else full.truncated(case.output)
-    if case.output is not None:
-        calls = restrict_calls(calls, pipeline)
+    calls = drawn if case.output is None else restrict_calls(drawn, pipeline)
     if case.keep is not None:
         calls = defined_calls([calls[i] for i in case.keep if i < len(calls)], pipeline)
+    if not case.legal and (not calls or calls[-1] != drawn[-1]):
+        raise NotApplicable(f"the shrunk case lost the illegal call {drawn[-1].source()}")
     return pipeline, calls, rule
 
 
@@ -133,7 +139,7 @@ def run_case(case: Case) -> Outcome:
     """Compile, run and check one case (in this process)."""
     try:
         pipeline, calls, rule = case_program(case)
-    except HaloError as e:          # a shrinking choice that doesn't apply: not the bug
+    except (HaloError, NotApplicable) as e:  # a shrinking choice that doesn't apply
         return Outcome(REJECTED, f"drawing: {type(e).__name__}: {e}")
     built = pipeline.build()
     arrays = pipeline.make_inputs()

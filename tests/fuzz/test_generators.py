@@ -16,7 +16,7 @@ from halo.autoschedule.random_schedule import (
     schedule_source,
 )
 from halo.autoschedule.random_stages import STAGE_KINDS
-from halo.fuzz.check import MISMATCH, OK, Case, Outcome, case_program, run_case
+from halo.fuzz.check import MISMATCH, OK, REJECTED, Case, Outcome, case_program, run_case
 from halo.fuzz.script import case_script
 from halo.fuzz.shrink import shrink
 
@@ -143,3 +143,21 @@ def test_shrink_keeps_the_failure_and_drops_the_rest():
     # (a split of a Func made by cache_write / rfactor keeps the call that makes it)
     assert calls[-1].method == "split" and all(c.result for c in calls[:-1])
     assert len(pipeline.stages) < len(random_pipeline(case.program_seed).stages)
+
+
+def test_shrinking_an_illegal_case_keeps_its_illegal_call():
+    """A shrunk illegal case that lost the call breaking the rule (its Func is no longer in
+    the truncated pipeline) doesn't apply: were it run, its last legal call would look
+    'accepted'."""
+    def illegal_call_off_the_first_stage(s):
+        pipeline = random_pipeline(s)
+        calls = case_program(Case(s, s, legal=False))[1]
+        return calls[-1].target.func != pipeline.stages[0].name and len(pipeline.stages) >= 3
+    seed = next(s for s in range(100) if illegal_call_off_the_first_stage(s))
+    first = random_pipeline(seed).stages[0].name
+    shrunk = Case(seed, seed, legal=False, output=first)
+    assert run_case(shrunk).kind == REJECTED
+    drawn = case_program(Case(seed, seed, legal=False))[1]
+    dropped_last = Case(seed, seed, legal=False, keep=tuple(range(len(drawn) - 1)))
+    assert run_case(dropped_last).kind == REJECTED
+    assert run_case(Case(seed, seed, legal=False)).kind == OK
