@@ -54,6 +54,8 @@ def _weakened_upper(e: n.Expr) -> list[n.Expr]:
             return _pairs(n.Sub, _upper(a), _lower(b))
         case n.Mul(a=a, b=n.Const(value=c)) if c >= 0:
             return [n.Mul(x, n.const(c, e.type)) for x in _upper(a)]
+        case n.Div(a=a, b=n.Const(value=c)) if c > 0:  # floor division is monotonic
+            return [n.Div(x, n.const(c, e.type)) for x in _upper(a)]
     return []
 
 
@@ -69,4 +71,6 @@ def _weakened_lower(e: n.Expr) -> list[n.Expr]:
             return _pairs(n.Sub, _lower(a), _upper(b))
         case n.Mul(a=a, b=n.Const(value=c)) if c >= 0:
             return [n.Mul(x, n.const(c, e.type)) for x in _lower(a)]
+        case n.Div(a=a, b=n.Const(value=c)) if c > 0:
+            return [n.Div(x, n.const(c, e.type)) for x in _lower(a)]
     return []

@@ -3,10 +3,13 @@
 Input: loops of any kind. Output: no `unrolled` loops: each became a Block of copies of
 its body with the loop variable replaced by min + i. Vectorized loops are left for the
 backend, with their extent, which must be a constant (the SIMD width), written as one.
+A loop whose extent isn't constant but has a constant upper bound (a clamped tile,
+`min(t + 3, n - 1) - max(t, 0) + 1 <= 4`) runs the bound's iterations, each guarded.
 """
 from __future__ import annotations
 
 from halo.analysis.simplify import simplify
+from halo.analysis.upper_bound import constant_upper_bound
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind, block, const
@@ -56,6 +59,14 @@ class _Unroll(IRMutator):
         extent = self._resolve(loop.extent)
         label = self.ctx.loop_labels.get(loop.name, loop.name)
         verb = "unroll" if loop.kind is ForKind.UNROLLED else "vectorize"
+        bound = None if isinstance(extent, n.Const) else constant_upper_bound(extent)
+        if bound is not None and bound > 0:
+            # At most `bound` iterations: run that many, each guarded (a vectorized
+            # loop's guard becomes a predicate), as Halide does.
+            guard = n.LT(n.Var(loop.name), n.Add(loop.min, loop.extent))
+            loop = n.For(loop.name, loop.min, const(bound), loop.kind,
+                         n.IfThenElse(guard, loop.body))
+            extent = loop.extent
         if not isinstance(extent, n.Const):
             raise ScheduleError(
                 f"{verb}: {label} has extent {expr_to_str(extent)}, which is not a constant; "

@@ -2,6 +2,7 @@
 constant extent."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import halo
@@ -125,3 +126,40 @@ def test_unroll_of_a_stencil_window_computed_at_the_consumer():
     stmt = lowered(f)
     assert unrolled_loops(stmt) == []
     assert len(nodes_of(stmt, n.Store, "g")) == 3
+
+
+def clamped_tile(unroll_rows: bool):
+    """g computed per 4x8 tile of f (shift_inwards tiles: on an image smaller than a tile
+    they are clamped, so g's loops have extents like min(t + 3, n - 1) - max(t, 0) + 1)."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[y, x] = inp[y, x] * 2.0
+    f[y, x] = g[y, x] + 1.0
+    f.tile(y, x, yo, xo, yi, xi, 4, 8)
+    g.compute_at(f, xo).vectorize(x)
+    if unroll_rows:
+        g.unroll(y)
+    return inp, f
+
+
+@pytest.mark.parametrize("unroll_rows", [False, True])
+def test_a_clamped_tile_runs_its_bound_of_iterations_guarded(unroll_rows):
+    """A loop of run-time extent with a constant upper bound (the tile) runs the bound's
+    iterations, each guarded: unrolled into 4 row copies, vectorized 8 wide with a
+    predicate, as Halide does."""
+    _, f = clamped_tile(unroll_rows)
+    stmt = lowered(f)
+    loops = [lp for lp in nodes_of(stmt, n.For) if lp.name.startswith("g.s0")]
+    assert all(isinstance(lp.extent, n.Const) for lp in loops if lp.kind is not ForKind.SERIAL)
+    assert {lp.extent.value for lp in loops if lp.kind is ForKind.VECTORIZED} == {8}
+    if unroll_rows:
+        assert unrolled_loops(stmt) == [] and len(nodes_of(stmt, n.Store, "g")) >= 4
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (4, 8), (7, 13), (13, 29)])
+@pytest.mark.parametrize("unroll_rows", [False, True])
+def test_a_clamped_tile_matches_the_reference(shape, unroll_rows):
+    inp, f = clamped_tile(unroll_rows)
+    img = np.random.default_rng(shape[0]).random(shape, dtype=np.float32)
+    np.testing.assert_allclose(f.realize(shape, inputs={inp: img}),
+                               halo.reference(f, shape, inputs={inp: img}), rtol=1e-6)
