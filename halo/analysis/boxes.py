@@ -12,7 +12,8 @@ The walk keeps a scope of variable intervals (each computed when first looked up
   * `LetStmt` and `Let` bind the name to the interval of the value;
   * `IfThenElse(cond)` tightens, in the then branch, each variable in scope that `cond`
     bounds (conjunctions of v < e, v <= e, e < v, e <= v, v == e), and in the else branch
-    those that the negation of `cond` bounds (negated disjunctions of the same);
+    those that the negation of `cond` bounds (negated disjunctions of the same); of an
+    IfThenElse marked `whole_tiles` (nodes.py), only the else branch is walked;
   * everything else (ProducerConsumer, Realize, Block, ...) is walked as is.
 Variables not in scope stay symbolic. For example, in
 
@@ -282,6 +283,9 @@ class _BoxFinder(IRVisitor):
         self._visit_in(scope.bind(name, lambda: self.intervals.bounds(value, scope)), body)
 
     def visit_IfThenElse(self, s: n.IfThenElse) -> None:
+        if n.is_whole_tiles(s.condition):  # the then branch touches what the else does
+            self.visit(s.else_case)
+            return
         self.visit(s.condition)
         self._visit_in(self._tightened(s.condition, True), s.then_case)
         if s.else_case is not None:

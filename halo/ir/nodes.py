@@ -313,6 +313,19 @@ def promise_clamped(value: Expr, lo: Expr, hi: Expr) -> Call:
     return Call(value.type, "promise_clamped", (value, lo, hi), CallKind.INTRINSIC)
 
 
+def whole_tiles(condition: Expr) -> Call:
+    """`condition`, marking an IfThenElse whose then branch is its else branch with every
+    tile whole (the clamps of shift_inwards splits dropped, which `condition` makes
+    no-ops). Both touch the same points whenever the then branch runs, so region
+    analysis outside the IfThenElse looks at the else branch only; partition_loops
+    leaves the else branch (for small extents only) as it is and removes the mark."""
+    return Call(condition.type, "whole_tiles", (condition,), CallKind.INTRINSIC)
+
+
+def is_whole_tiles(condition: Expr) -> bool:
+    return isinstance(condition, Call) and condition.name == "whole_tiles"
+
+
 def block(*stmts: Stmt | None) -> Stmt:
     """A Block of `stmts`, flattening nested Blocks and dropping None and empty Blocks."""
     flat: list[Stmt] = []

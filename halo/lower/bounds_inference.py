@@ -299,9 +299,10 @@ def _record_checks(stmt: n.Stmt, ctx: LowerContext,
 
 def _branch_variants(stmt: n.Stmt) -> list[tuple[n.Expr | None, n.Stmt]]:
     """`stmt` with each choice between specialized nests (an IfThenElse with an else,
-    which only specializations make) resolved, and the condition that selects it."""
+    which only specializations make, besides whole-tile nests, which touch what their
+    else branch does) resolved, and the condition that selects it."""
     choice = next((s for s in walk(stmt) if isinstance(s, n.IfThenElse)
-                   and s.else_case is not None), None)
+                   and s.else_case is not None and not n.is_whole_tiles(s.condition)), None)
     if choice is None:
         return [(None, stmt)]
     out = []

@@ -39,10 +39,19 @@ _COMPARISONS = (n.LT, n.LE)
 
 
 def partition_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
-    return _Partition().mutate(stmt)
+    stmt = _Partition().mutate(stmt)
+    # (copies of original loops keep the marks; the mark was for this pass and boxes)
+    return rewrite(stmt, lambda x: x.args[0] if n.is_whole_tiles(x) else None)
 
 
 class _Partition(IRMutator):
+    def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
+        if n.is_whole_tiles(s.condition):
+            # The else branch runs only when some tile is cut short: its guards would
+            # hoist into a copy for whole tiles, which the then branch already is.
+            return n.IfThenElse(s.condition, self.mutate(s.then_case), s.else_case)
+        return self.mutate_children(s)
+
     def visit_For(self, loop: n.For) -> n.Stmt:
         if loop.kind is ForKind.VECTORIZED:
             # A branch inside vector code is predicated lane by lane, not taken: hoisting

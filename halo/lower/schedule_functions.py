@@ -55,10 +55,10 @@ def _specialized_loops(func: str, k: int, definition: Definition, sched: StageSc
     order), the default schedule last. All nests cover the same region (the bounds lets
     of the stage are shared), so bounds inference needs nothing new. Producers can be
     computed at a loop only if every nest has it under the same IR name."""
-    nest = _stage_loops(func, k, definition, sched, ctx)
+    nest = _tiled_loops(func, k, definition, sched, ctx)
     names = ctx.loop_names[(func, k)]
     for spec in reversed(sched.specializations):
-        branch = _stage_loops(func, k, definition, spec.schedule, ctx)
+        branch = _tiled_loops(func, k, definition, spec.schedule, ctx)
         names = {v: ir for v, ir in names.items() if ctx.loop_names[(func, k)].get(v) == ir}
         branch = substitute(branch, _known_values(spec.condition.node))
         nest = n.IfThenElse(spec.condition.node, branch, nest)
@@ -66,10 +66,34 @@ def _specialized_loops(func: str, k: int, definition: Definition, sched: StageSc
     return nest
 
 
-def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule,
+def _tiled_loops(func: str, k: int, definition: Definition, sched: StageSchedule,
                  ctx: LowerContext) -> n.Stmt:
+    """The loops of one schedule of stage k, and a whole-tile version where it pays.
+
+    A shift_inwards split of an extent that may be smaller than its factor clamps its
+    variable into range (and guards it), so what a producer computed inside the split's
+    loops must cover is clamped too: `min(t + 3, n - 1) - max(t, 0) + 1` rows rather than
+    4, and the producer's loops can't be unrolled or vectorized, nor its tile kept in
+    registers. So when producers are computed inside the stage, a second nest, taken when
+    every such extent is at least its factor, recovers the variables unclamped (`t + i`:
+    every tile is whole), as Halide does; the clamped nest remains for small extents."""
+    nest, short = _stage_loops(func, k, definition, sched, ctx)
+    if not short or not any(level.kind == "at" and (level.func, level.stage) == (func, k)
+                            for level in ctx.compute_levels.values()):
+        return nest
+    whole, _ = _stage_loops(func, k, definition, sched, ctx, whole_tiles=True)
+    condition = short[0]
+    for c in short[1:]:
+        condition = n.And(condition, c)
+    return n.IfThenElse(n.whole_tiles(condition), whole, nest)
+
+
+def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule,
+                 ctx: LowerContext, whole_tiles: bool = False) -> tuple[n.Stmt, list[n.Expr]]:
     """The loop nest of stage k of `func`: loops from `sched.dims`, the original
-    variables recovered by lets from the split/fused loops, tail guards, and the Provide."""
+    variables recovered by lets from the split/fused loops, tail guards, and the Provide;
+    and the conditions `factor <= extent` of its shift_inwards splits whose extent may be
+    smaller than the factor. whole_tiles: assume those conditions hold."""
     prefix = ctx.stage_prefix(func, k)
     rvars = {r.name: r for r in (definition.rdom.rvars if definition.rdom else ())}
     ir_name: dict[str, str] = {}
@@ -85,9 +109,10 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
             bounds[var] = (lo, n.Add(n.Sub(hi, lo), const(1)))
 
     lets: list[_Let] = []
+    short: list[n.Expr] = []
     for t in sched.transforms:  # (a Reorder only moved loops: sched.dims has the result)
         if isinstance(t, Split):
-            _apply_split(t, ir_name, bounds, lets, k)
+            _apply_split(t, ir_name, bounds, lets, k, short, whole_tiles)
         elif isinstance(t, Fuse):
             _apply_fuse(t, prefix, ir_name, bounds, lets)
     lets = _drop_broken_promises(lets)
@@ -114,7 +139,7 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
         body = n.For(var, lo, extent, d.kind, body)
         ctx.loop_labels[var] = f"{func}{'' if k == 0 else f'.update({k - 1})'} loop {d.name}"
     ctx.loop_names[(func, k)] = ir_name
-    return body
+    return body, short
 
 
 def _known_values(condition: n.Expr) -> dict[str, n.Expr]:
@@ -174,7 +199,8 @@ def _initial_dims(definition: Definition, sched: StageSchedule) -> list[str]:
     return [*definition.pure_var_names(), *rvars]
 
 
-def _apply_split(t: Split, ir_name, bounds, lets, k: int) -> None:
+def _apply_split(t: Split, ir_name, bounds, lets, k: int, short: list[n.Expr],
+                 whole_tiles: bool) -> None:
     old = ir_name.pop(t.old)
     outer, inner = f"{old}.{t.outer}", f"{old}.{t.inner}"
     ir_name[t.outer], ir_name[t.inner] = outer, inner
@@ -191,8 +217,13 @@ def _apply_split(t: Split, ir_name, bounds, lets, k: int) -> None:
         # only an extent smaller than the factor shifts below lo
         needs_guard = not divides and not (isinstance(extent, n.Const)
                                            and extent.value >= t.factor)
-        lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, base), i), lo, last),
-                         n.LE(lo, n.Var(old)) if needs_guard else None))
+        if needs_guard:
+            short.append(n.LE(factor, extent))
+        if needs_guard and whole_tiles:
+            lets.append(_Let(old, n.Add(n.Add(lo, base), i)))
+        else:
+            lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, base), i), lo, last),
+                             n.LE(lo, n.Var(old)) if needs_guard else None))
     elif tail == "guard":
         lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, n.Mul(o, factor)), i), lo,
                                                 last),

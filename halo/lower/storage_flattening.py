@@ -97,7 +97,7 @@ class _Flatten(IRMutator):
 
     def visit_Call(self, c: n.Call) -> n.Expr:
         c = self.mutate_children(c)
-        if c.kind is n.CallKind.MATH:
+        if c.kind in (n.CallKind.MATH, n.CallKind.INTRINSIC):
             return c
         return n.Load(c.type, c.name, _index(c.name, c.args, self._mins(c.name)))
 

@@ -408,3 +408,47 @@ def test_guarded_and_shifted_splits_promise_their_range():
     lets = {s.name: s.value for s in nodes_of(lowered(f), n.LetStmt)}
     for name in ("f.s0.x", "f.s0.y"):
         assert isinstance(lets[name], n.Call) and lets[name].name == "promise_clamped"
+
+
+def tiled_with_producer(split_x: int = 8):
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[y, x] = inp[y, x] * 2.0
+    f[y, x] = g[y, x] + 1.0
+    f.tile(y, x, yo, xo, yi, xi, 4, split_x)
+    return g, f
+
+
+def test_a_tiled_stage_with_a_producer_inside_gets_a_whole_tile_nest():
+    """Under `whole_tiles[4 <= y extent and 8 <= x extent]`, f's variables are plain
+    (`t + i`, no clamp, no guard): g's tile is a constant 4 x 8. The else branch keeps
+    the clamped, guarded nest for smaller images."""
+    g, f = tiled_with_producer()
+    g.compute_at(f, xo)
+    stmt = lowered(f)
+    (choice,) = [s for s in walk(stmt) if isinstance(s, n.IfThenElse)
+                 and n.is_whole_tiles(s.condition)]
+    assert stmt_to_str(n.Evaluate(choice.condition.args[0])).strip() == \
+        "4 <= f.s0.y.max - f.s0.y.min + 1 and 8 <= f.s0.x.max - f.s0.x.min + 1"
+    whole, clamped = choice.then_case, choice.else_case
+    assert not [c for c in walk(whole) if isinstance(c, n.Call) and c.name == "promise_clamped"]
+    assert [c for c in walk(clamped) if isinstance(c, n.Call) and c.name == "promise_clamped"]
+    assert loop_names(whole) == loop_names(clamped)
+    (alloc,) = [a for a in nodes_of(lower_until(f, "storage_flattening")[0], n.Allocate)
+                if a.name == "g" and a.scope == "stack"]
+    assert alloc.size == n.const(32)
+
+
+def test_no_whole_tile_nest_without_a_producer_inside_or_a_short_extent():
+    """Without a producer computed inside there is nothing to gain: one nest. With
+    extents bound() to at least the tile, the choice is decided when lowering: one nest
+    in the end."""
+    g, f = tiled_with_producer()
+    g.compute_root()
+    assert not any(n.is_whole_tiles(s.condition) for s in walk(lowered(f))
+                   if isinstance(s, n.IfThenElse))
+    g, f = tiled_with_producer()
+    f.bound(y, 0, 16).bound(x, 0, 20)
+    g.compute_at(f, xo)
+    (alloc,) = [a for a in nodes_of(f.lower().stmt, n.Allocate) if a.name == "g"]
+    assert alloc.size == n.const(32)
