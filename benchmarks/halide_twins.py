@@ -85,23 +85,30 @@ def blur_schedule(app: HalideApp) -> None:
 # ----------------------------------------------------------------------------- matmul
 
 def matmul_algorithm() -> HalideApp:
+    # halo's C.cache_write("local") is this C_local (the reduction) and C its copy-out.
     i, j = named_vars("i j")
     a = hl.ImageParam(F32, 2, "A")  # NumPy A[i, k] is Halide A[k, i]
     b = hl.ImageParam(F32, 2, "B")
     k = hl.RDom([(0, a.dim(0).extent())], "k")
-    c = hl.Func("C")
-    c[j, i] = hl.f32(0)
-    c[j, i] += a[k.x, i] * b[j, k.x]
-    return HalideApp(c, [a, b], {"C": c, "k": k})
+    local, c = hl.Func("C_local"), hl.Func("C")
+    local[j, i] = hl.f32(0)
+    local[j, i] += a[k.x, i] * b[j, k.x]
+    c[j, i] = local[j, i]
+    return HalideApp(c, [a, b], {"C": c, "C_local": local, "k": k})
 
 
 def matmul_schedule(app: HalideApp) -> None:
-    # halo: C.parallel(i).vectorize(j, 8)
-    #       C.update(0).reorder(i, k.x, j).parallel(i).vectorize(j, 8)
-    i, j = named_vars("i j")
-    c, k = app.funcs["C"], app.funcs["k"]
-    c.parallel(i).vectorize(j, 8, SHIFT)
-    c.update(0).reorder(j, k.x, i).parallel(i).vectorize(j, 8, GUARD)
+    # halo: C_local = C.cache_write("local")
+    #       C.tile(i, j, io, jo, ii, ji, 32, 24).fuse(io, jo, t).parallel(t)
+    #       C.split(ii, ii, iii, 4).vectorize(ji, 8).unroll(ji).unroll(iii)
+    #       C_local.compute_at(C, ii).vectorize(j, 8).unroll(i)
+    #       C_local.update(0).reorder(k.x, i, j).vectorize(j, 8).unroll(j).unroll(i)
+    i, j, io, jo, ii, ji, iii, t = named_vars("i j io jo ii ji iii t")
+    c, local, k = app.funcs["C"], app.funcs["C_local"], app.funcs["k"]
+    c.tile(j, i, jo, io, ji, ii, 24, 32, SHIFT).fuse(jo, io, t).parallel(t)
+    c.split(ii, ii, iii, 4, SHIFT).vectorize(ji, 8, SHIFT).unroll(ji).unroll(iii)
+    local.compute_at(c, ii).vectorize(j, 8, SHIFT).unroll(i)
+    local.update().reorder(j, i, k.x).vectorize(j, 8, GUARD).unroll(j).unroll(i)
 
 
 # -------------------------------------------------------------------------- conv_relu
