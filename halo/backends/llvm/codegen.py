@@ -243,8 +243,8 @@ class _FunctionEmitter:
         b.position_at_end(exit_block)
 
     def _parallel_loop(self, loop: n.For) -> None:
-        """The body runs in a task function on a team of threads, each thread on its own
-        chunk of the iterations; parallel.py describes the task and its closure."""
+        """The body runs in a task function on a team of threads, which claim chunks of
+        the iterations; parallel.py describes the task and its closure."""
         t = _loop_type(loop)
         start, extent = self._expr(loop.min), self._expr(loop.extent)
         closure = parallel.Closure(loop, value_type(t),
@@ -261,7 +261,8 @@ class _FunctionEmitter:
 
     def _emit_task(self, task: ir.Function, closure: parallel.Closure, loop: n.For,
                    t: Type) -> None:
-        """The code of `task`: unpack `closure`, then run this thread's chunk of `loop`.
+        """The code of `task`: unpack `closure`, then run chunks of `loop` while any are
+        left to claim.
 
         The chunk runs in a function of its own, inlined into the task, whose buffer
         parameters are `noalias` like the kernel's: pointers loaded from the closure say
@@ -269,10 +270,9 @@ class _FunctionEmitter:
         changed (a broadcast `A[i, k]` in matmul's inner loop, benchmarks/: matmul)."""
         emitter = _FunctionEmitter(task, self._num_threads, self._strict_float)
         start, extent, scalars, buffers = closure.unpack(emitter._entry, task.args[0])
-        first, count = parallel.this_threads_chunk(emitter._builder, extent)
         values = [*scalars.values(), *buffers.values()]
         chunk = ir.Function(task.module, ir.FunctionType(
-            ir.VoidType(), [start.type, count.type, *(v.type for v in values)]),
+            ir.VoidType(), [start.type, extent.type, *(v.type for v in values)]),
             task.module.get_unique_name(f"{task.name}.chunk"))
         chunk.linkage = "internal"
         chunk.attributes.add("alwaysinline")
@@ -287,7 +287,9 @@ class _FunctionEmitter:
             chunk_emitter._buffers[name] = _Binding(self._buffers[name].type, parameter)
         chunk_emitter._counted_loop(loop, t, chunk.args[0], chunk.args[1])
         chunk_emitter._finish()
-        emitter._builder.call(chunk, [emitter._builder.add(start, first), count, *values])
+        b = emitter._builder
+        parallel.claim_chunks(b, closure, task.args[0], extent, lambda first, count: b.call(
+            chunk, [b.add(start, first), count, *values]))
         emitter._finish()
 
     def _stmt_Store(self, s: n.Store) -> None:

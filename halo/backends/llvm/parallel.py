@@ -10,25 +10,29 @@ compiles to a call into libgomp and a new function, the task:
 
     f(...):                                   f.v.task(ptr closure):       # on each thread
       if extent > 0:                            min, extent, s..., b... = *closure
-        closure = {min, extent, s..., b...}     first, count = this thread's chunk
-        GOMP_parallel(f.v.task, &closure,       for v in [min + first, min + first + count):
-                      num_threads, 0)             body
+        closure = {min, extent, 0, s..., b...}  while (first = claim a chunk) < extent:
+        GOMP_parallel(f.v.task, &closure,         for v in [min + first, min + first + count):
+                      num_threads, 0)               body
 
 The closure is a struct in `f`'s stack frame; it outlives the threads' use of it, since
 `GOMP_parallel` returns only once every thread has finished. Its layout is
 
-    { T min, T extent, s0, s1, ..., ptr b0, ptr b1, ... }
+    { T min, T extent, T claimed, s0, s1, ..., ptr b0, ptr b1, ... }
 
-with T the loop's integer type, then the scalars the body reads from outside it (scalar
-arguments, lets, enclosing loop variables) in their register types, then the addresses of
-the buffers it loads from or stores to (buffer arguments and allocations), each group
-sorted by name. Only what the body uses is captured.
+with T the loop's integer type (`claimed` counts the iterations handed out), then the
+scalars the body reads from outside it (scalar arguments, lets, enclosing loop variables)
+in their register types, then the addresses of the buffers it loads from or stores to
+(buffer arguments and allocations), each group sorted by name. Only what the body uses
+is captured.
 
-The schedule is static: of the team's `threads = omp_get_num_threads()` threads, thread
-`t = omp_get_thread_num()` runs the t-th of `threads` contiguous chunks, the first
-`extent % threads` of them one iteration longer than the others; when extent < threads the
-remaining threads get empty chunks. Nested parallel loops work: with nesting off (libgomp's
-default) a region met inside another runs on a team of one, whose chunk is the whole loop.
+The schedule is dynamic: each thread of the team claims chunks of
+`max(1, extent // (8 * threads))` contiguous iterations with an atomic add on `claimed`
+until none are left, so a thread that starts late (a worker woken from sleep takes a
+millisecond on a virtual machine: a static split made conv_relu twice as slow after a
+pause) or runs slow iterations leaves its share to the others. Nested parallel loops
+work: with nesting off (libgomp's default) a region met inside another runs on a team of
+one, which claims the whole loop. (`claimed` may pass `extent` by a chunk per thread; an
+extent within that of the type's maximum would overflow it.)
 
 The task runs its chunk through a function of its own, always inlined, whose buffer
 parameters are `noalias` like the kernel's (pointers loaded from the closure would tell
@@ -50,7 +54,7 @@ from functools import cache
 import llvmlite.binding as llvm
 from llvmlite import ir
 
-from halo.backends.llvm.llvm_types import INDEX, POINTER
+from halo.backends.llvm.llvm_types import POINTER
 from halo.errors import HaloError
 from halo.ir import nodes as n
 from halo.ir.substitute import free_vars
@@ -60,6 +64,9 @@ from halo.ir.visitor import walk
 _LIBGOMP_FALLBACK = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 _INT = ir.IntType(32)  # C's int and unsigned in libgomp's signatures
 _TASK_TYPE = ir.FunctionType(ir.VoidType(), [POINTER])
+# Chunks per thread of the team: few enough that claiming costs nothing, enough that a
+# thread that wakes late (or a slow iteration) leaves the others work to take over.
+_CHUNKS_PER_THREAD = 8
 
 
 def default_num_threads() -> int:
@@ -91,14 +98,15 @@ class Closure:
         self._captured = ([scalars[name] for name in self.scalar_names]
                           + [buffers[name] for name in self.buffer_names])
         self.struct = ir.LiteralStructType(
-            [loop_type, loop_type, *(value.type for value in self._captured)])
+            [loop_type, loop_type, loop_type, *(value.type for value in self._captured)])
 
     def pack(self, entry: ir.IRBuilder, builder: ir.IRBuilder, start: ir.Value,
              extent: ir.Value) -> ir.Value:
         """Fill a closure (a stack slot allocated in the entry block) at `builder`'s
         position; returns its address."""
         fields = ir.Constant(self.struct, ir.Undefined)
-        for index, value in enumerate([start, extent, *self._captured]):
+        claimed = ir.Constant(start.type, 0)
+        for index, value in enumerate([start, extent, claimed, *self._captured]):
             fields = builder.insert_value(fields, value, index)
         closure = entry.alloca(self.struct, name="closure")
         builder.store(fields, closure)
@@ -108,8 +116,8 @@ class Closure:
                ) -> tuple[ir.Value, ir.Value, dict[str, ir.Value], dict[str, ir.Value]]:
         """Load the fields of the closure at `closure`: (min, extent, scalars, buffers)."""
         fields = builder.load(closure, typ=self.struct)
-        start, extent, *captured = [builder.extract_value(fields, index)
-                                    for index in range(len(self.struct.elements))]
+        start, extent, _, *captured = [builder.extract_value(fields, index)
+                                       for index in range(len(self.struct.elements))]
         scalars = dict(zip(self.scalar_names, captured[:len(self.scalar_names)], strict=True))
         buffers = dict(zip(self.buffer_names, captured[len(self.scalar_names):], strict=True))
         return start, extent, scalars, buffers
@@ -123,21 +131,33 @@ def declare_task(module: ir.Module, name: str) -> ir.Function:
     return task
 
 
-def this_threads_chunk(builder: ir.IRBuilder, extent: ir.Value) -> tuple[ir.Value, ir.Value]:
-    """(first, count): the iterations of a loop of `extent` > 0 iterations that the calling
-    thread of the team runs, offsets from the loop's min in the type of `extent`."""
+def claim_chunks(builder: ir.IRBuilder, layout: Closure, closure: ir.Value,
+                 extent: ir.Value, run_chunk) -> None:
+    """Until the loop's `extent` > 0 iterations are all claimed: claim the next chunk
+    (an atomic add on the counter of `closure`, laid out as `layout`) and
+    `run_chunk(first, count)` it, offsets from the loop's min in the type of `extent`."""
     b = builder
-    thread = b.zext(b.call(_declare(b.module, "omp_get_thread_num", _INT, []), []), INDEX)
-    threads = b.zext(b.call(_declare(b.module, "omp_get_num_threads", _INT, []), []), INDEX)
-    # Computed in 64 bits, where first + count <= extent can't overflow.
-    total = b.zext(extent, INDEX) if extent.type.width < INDEX.width else extent
-    quotient, remainder = b.udiv(total, threads), b.urem(total, threads)
-    longer = b.icmp_unsigned("<", thread, remainder)
-    first = b.add(b.mul(thread, quotient), b.select(longer, thread, remainder))
-    count = b.add(quotient, b.zext(longer, INDEX))
-    if extent.type.width < INDEX.width:
-        first, count = b.trunc(first, extent.type), b.trunc(count, extent.type)
-    return first, count
+    threads = b.call(_declare(b.module, "omp_get_num_threads", _INT, []), [])
+    threads = b.zext(threads, extent.type) if extent.type.width > _INT.width else \
+        b.trunc(threads, extent.type) if extent.type.width < _INT.width else threads
+    per_round = b.mul(threads, ir.Constant(extent.type, _CHUNKS_PER_THREAD))
+    grain = b.sdiv(extent, per_round)
+    grain = b.select(b.icmp_signed("<", grain, ir.Constant(extent.type, 1)),
+                     ir.Constant(extent.type, 1), grain)
+    counter = b.gep(closure, [ir.Constant(_INT, 0), ir.Constant(_INT, 2)], inbounds=True,
+                    source_etype=layout.struct)
+    claim = b.append_basic_block("claim")
+    run = b.append_basic_block("run")
+    done = b.append_basic_block("done")
+    b.branch(claim)
+    b.position_at_end(claim)
+    first = b.atomic_rmw("add", counter, grain, "monotonic")
+    b.cbranch(b.icmp_signed("<", first, extent), run, done)
+    b.position_at_end(run)
+    left = b.sub(extent, first)
+    run_chunk(first, b.select(b.icmp_signed("<", left, grain), left, grain))
+    b.branch(claim)
+    b.position_at_end(done)
 
 
 def run_on_threads(builder: ir.IRBuilder, task: ir.Function, closure: ir.Value,

@@ -160,24 +160,24 @@ def test_one_and_two_threads_give_identical_results():
 
 def test_task_is_outlined_and_run_by_gomp_parallel():
     """The optimized IR holds the outlined task, which the function hands to GOMP_parallel
-    with the thread count as a constant."""
+    with the thread count as a constant; the task claims chunks with an atomic add."""
     body = loop("i", n, Store("out", i, i))
     f = compile_function("outlined", body, [buffer("out", int32), scalar("n", int32)],
                          num_threads=3)
     assert re.search(r"define internal void @outlined\.i\.task\(ptr", f.llvm_ir)
     assert re.search(r"call void @GOMP_parallel\(ptr nonnull @outlined\.i\.task, "
                      r"ptr nonnull %closure, i32 3, i32 0\)", f.llvm_ir)
-    assert "omp_get_thread_num" in f.llvm_ir and "omp_get_num_threads" in f.llvm_ir
+    assert "omp_get_num_threads" in f.llvm_ir and re.search(r"atomicrmw add ptr", f.llvm_ir)
 
 
 def test_closure_captures_only_what_the_body_uses():
-    """Unused buffers and scalars stay out of the closure: it holds min, extent, the one
-    scalar and the two buffers the body reads or writes."""
+    """Unused buffers and scalars stay out of the closure: it holds min, extent, the count
+    of claimed iterations, the one scalar and the two buffers the body reads or writes."""
     body = loop("i", n, Store("out", i, Add(Load(int32, "inp", i), Var("k"))))
     args = [buffer("inp", int32), buffer("unused", float32), buffer("out", int32),
             scalar("k", int32), scalar("unused_scalar", float64), scalar("n", int32)]
     module = str(generate_module("narrow", body, args, num_threads=2))
-    assert re.findall(r"alloca \{[^}]*\}", module) == ["alloca {i32, i32, i32, ptr, ptr}"]
+    assert re.findall(r"alloca \{[^}]*\}", module) == ["alloca {i32, i32, i32, i32, ptr, ptr}"]
 
 
 def test_stack_allocation_in_parallel_body_is_one_per_thread():
