@@ -12,20 +12,18 @@ the NCHW layout (where x, not the channel, is contiguous):
 
 - The zero-padded input is computed once at root, so the `select` of the boundary
   condition runs once per input pixel instead of once per multiply-add.
-- The output is cut into blocks of 4 output channels x 2 rows x 8 columns (a SIMD vector).
-  The convolution of one block is computed right there (`compute_at` the block), with
-  the reduction over (ci, ky, kx) outside the fully unrolled block, so the block's 8
-  vector accumulators stay in registers while every input vector loaded is reused for 4
-  output channels and every broadcast weight for 2 rows.
-- 56 = 7 x 8 and 64 = 16 x 4, so at this size the blocks tile the output exactly; other
-  sizes shift the last block inwards.
+- The output is cut into blocks of 4 output channels x 2 rows x one SIMD vector of
+  columns (16 floats with AVX-512, 8 with AVX2). The convolution of one block is
+  computed right there (`compute_at` the block), with the reduction over (ci, ky, kx)
+  outside the fully unrolled block, so the block's 8 vector accumulators stay in
+  registers while every input vector loaded is reused for 4 output channels and every
+  broadcast weight for 2 rows. 64 = 16 x 4 and 56 = 28 x 2, so blocks tile the channels
+  and rows exactly; the columns' last block shifts inwards.
 - The 16 blocks of output channels run in parallel.
 
-One detail works around halo today. conv's loops are split again by the block size
-(`vectorize(x, 8)` where Halide would write `vectorize(x)`): inside a shift_inwards tile,
-halo's extents stay symbolic (it also handles outputs smaller than a tile), so a Func
-computed per tile has no constant extent to vectorize or unroll; the extra outer loops
-run once.
+conv is computed per block of relu, whose splits are shift_inwards: when the output is at
+least a block in every dimension, halo knows every block is whole, so conv's region is
+a constant 4 x 2 x vector and its loops unroll and vectorize as written.
 """
 from __future__ import annotations
 
@@ -33,7 +31,7 @@ import numpy as np
 
 import halo
 
-CHANNEL_BLOCK, ROW_BLOCK, VECTOR = 4, 2, 8
+CHANNEL_BLOCK, ROW_BLOCK = 4, 2
 
 
 def algorithm():
@@ -54,17 +52,22 @@ def algorithm():
                                         "r": r}
 
 
+def vector() -> int:
+    """The block's columns: one vector of float32 on this CPU."""
+    return halo.Target("host").natural_vector_size(halo.float32)
+
+
 def schedule(funcs) -> None:
-    """Blocks of 4 channels x 2 rows x 8 columns, accumulated in registers; see above."""
+    """Blocks of 4 channels x 2 rows x a vector of columns, accumulated in registers; see
+    above."""
     n, co, y, x, coo, coi, yo, yi, xo, xi = halo.vars("n co y x coo coi yo yi xo xi")
     relu, conv, padded, r = funcs["relu"], funcs["conv"], funcs["padded"], funcs["r"]
     relu.split(co, coo, coi, CHANNEL_BLOCK).split(y, yo, yi, ROW_BLOCK) \
-        .split(x, xo, xi, VECTOR).reorder(n, coo, yo, xo, coi, yi, xi) \
+        .split(x, xo, xi, vector()).reorder(n, coo, yo, xo, coi, yi, xi) \
         .vectorize(xi).unroll(yi).unroll(coi).parallel(coo)
-    conv.compute_at(relu, xo).vectorize(x, VECTOR).unroll(y, ROW_BLOCK).unroll(co, CHANNEL_BLOCK)
-    conv.update(0).reorder(n, r.x, r.y, r.z, co, y, x).vectorize(x, VECTOR) \
-        .unroll(y, ROW_BLOCK).unroll(co, CHANNEL_BLOCK)
-    padded.compute_root().parallel(padded.args[1]).vectorize(padded.args[3], VECTOR)
+    conv.compute_at(relu, xo).vectorize(x).unroll(y).unroll(co)
+    conv.update(0).reorder(n, r.x, r.y, r.z, co, y, x).vectorize(x).unroll(y).unroll(co)
+    padded.compute_root().parallel(padded.args[1]).vectorize(padded.args[3], vector())
 
 
 def numpy_conv_relu(image: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:

@@ -22,25 +22,37 @@ def algorithm():
     return A, B, C, {"C": C, "k": k}
 
 
-def schedule(funcs) -> None:
-    """A register-blocked schedule, BLAS-style: C is cut into 32x24 tiles, one per
-    parallel task; each 4x24 block of a tile accumulates in a `cache_write("local")`
-    stage, C_local, whose update runs k outermost over the block: per k, 4 values of A
-    (broadcast) times 3 vectors of a row of B, added into 12 vector accumulators that
-    LLVM keeps in registers (the block is a constant 4x24 on the stack, every access at
-    a constant offset once i and j are unrolled). C then copies the block out.
+def blocking() -> tuple[int, int, int]:
+    """(rows of a tile, rows of a block, columns of both) for this CPU: a block is rows x
+    3 vectors of accumulators, 24 of AVX-512's 32 registers (8 x 48 floats) or 12 of
+    AVX2's 16 (4 x 24); a parallel task takes two blocks of rows."""
+    lanes = halo.Target("host").natural_vector_size(halo.float32)
+    rows = 8 if lanes >= 16 else 4
+    return 2 * rows, rows, 3 * lanes
 
-    Tiles are whole whenever C is at least 32x24 (shift_inwards tails), and halo then
+
+def schedule(funcs) -> None:
+    """A register-blocked schedule, as a BLAS kernel is: C is cut into tiles, one per
+    parallel task, and each block of a tile (8 x 48 with AVX-512) accumulates in a
+    `cache_write("local")` stage, C_local, whose update runs k outermost over the block:
+    per k, 8 values of A (broadcast) times 3 vectors of a row of B, added into 24 vector
+    accumulators that LLVM keeps in registers (the block is a constant size on the
+    stack, every access at a constant offset once i and j are unrolled). C then copies
+    the block out.
+
+    Tiles are whole whenever C is at least a tile (shift_inwards tails), and halo then
     gives the block its constant size; smaller outputs run a clamped version.
     """
     i, j = halo.vars("i j")
     io, jo, ii, ji, iii, t = halo.vars("io jo ii ji iii t")
     C, k = funcs["C"], funcs["k"]
+    tile_rows, rows, columns = blocking()
+    lanes = columns // 3
     C_local = C.cache_write("local")
-    C.tile(i, j, io, jo, ii, ji, 32, 24).fuse(io, jo, t).parallel(t)
-    C.split(ii, ii, iii, 4).vectorize(ji, 8).unroll(ji).unroll(iii)
-    C_local.compute_at(C, ii).vectorize(j, 8).unroll(i)
-    C_local.update(0).reorder(k.x, i, j).vectorize(j, 8).unroll(j).unroll(i)
+    C.tile(i, j, io, jo, ii, ji, tile_rows, columns).fuse(io, jo, t).parallel(t)
+    C.split(ii, ii, iii, rows).vectorize(ji, lanes).unroll(ji).unroll(iii)
+    C_local.compute_at(C, ii).vectorize(j, lanes).unroll(i)
+    C_local.update(0).reorder(k.x, i, j).vectorize(j, lanes).unroll(j).unroll(i)
 
 
 def main(n: int = 512, repeats: int = 3) -> dict:

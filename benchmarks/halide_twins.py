@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import halide as hl
 import numpy as np
 
-from apps import blur, conv_relu, harris, histogram, softmax, unsharp
+from apps import blur, conv_relu, harris, histogram, matmul, softmax, unsharp
 
 # The apps' helpers multiply by Python floats; Halide takes them as float32 (as halo
 # and NumPy do) but warns about the lost float64 precision each time.
@@ -98,17 +98,20 @@ def matmul_algorithm() -> HalideApp:
 
 
 def matmul_schedule(app: HalideApp) -> None:
-    # halo: C_local = C.cache_write("local")
-    #       C.tile(i, j, io, jo, ii, ji, 32, 24).fuse(io, jo, t).parallel(t)
-    #       C.split(ii, ii, iii, 4).vectorize(ji, 8).unroll(ji).unroll(iii)
-    #       C_local.compute_at(C, ii).vectorize(j, 8).unroll(i)
-    #       C_local.update(0).reorder(k.x, i, j).vectorize(j, 8).unroll(j).unroll(i)
+    # halo (tile_rows, rows, columns = matmul.blocking(); lanes = columns // 3):
+    #       C_local = C.cache_write("local")
+    #       C.tile(i, j, io, jo, ii, ji, tile_rows, columns).fuse(io, jo, t).parallel(t)
+    #       C.split(ii, ii, iii, rows).vectorize(ji, lanes).unroll(ji).unroll(iii)
+    #       C_local.compute_at(C, ii).vectorize(j, lanes).unroll(i)
+    #       C_local.update(0).reorder(k.x, i, j).vectorize(j, lanes).unroll(j).unroll(i)
     i, j, io, jo, ii, ji, iii, t = named_vars("i j io jo ii ji iii t")
     c, local, k = app.funcs["C"], app.funcs["C_local"], app.funcs["k"]
-    c.tile(j, i, jo, io, ji, ii, 24, 32, SHIFT).fuse(jo, io, t).parallel(t)
-    c.split(ii, ii, iii, 4, SHIFT).vectorize(ji, 8, SHIFT).unroll(ji).unroll(iii)
-    local.compute_at(c, ii).vectorize(j, 8, SHIFT).unroll(i)
-    local.update().reorder(j, i, k.x).vectorize(j, 8, GUARD).unroll(j).unroll(i)
+    tile_rows, rows, columns = matmul.blocking()
+    lanes = columns // 3
+    c.tile(j, i, jo, io, ji, ii, columns, tile_rows, SHIFT).fuse(jo, io, t).parallel(t)
+    c.split(ii, ii, iii, rows, SHIFT).vectorize(ji, lanes, SHIFT).unroll(ji).unroll(iii)
+    local.compute_at(c, ii).vectorize(j, lanes, SHIFT).unroll(i)
+    local.update().reorder(j, i, k.x).vectorize(j, lanes, GUARD).unroll(j).unroll(i)
 
 
 # -------------------------------------------------------------------------- conv_relu
@@ -132,24 +135,22 @@ def conv_relu_algorithm() -> HalideApp:
 
 
 def conv_relu_schedule(app: HalideApp) -> None:
-    # halo: relu.split(co, coo, coi, 4).split(y, yo, yi, 2).split(x, xo, xi, 8)
+    # halo (vector = conv_relu.vector()):
+    #       relu.split(co, coo, coi, 4).split(y, yo, yi, 2).split(x, xo, xi, vector)
     #           .reorder(n, coo, yo, xo, coi, yi, xi)
     #           .vectorize(xi).unroll(yi).unroll(coi).parallel(coo)
-    #       conv.compute_at(relu, xo).vectorize(x, 8).unroll(y, 2).unroll(co, 4)
+    #       conv.compute_at(relu, xo).vectorize(x).unroll(y).unroll(co)
     #       conv.update(0).reorder(n, r.x, r.y, r.z, co, y, x)   # n, ci, ky, kx, ...
-    #           .vectorize(x, 8).unroll(y, 2).unroll(co, 4)
-    #       padded.compute_root().parallel(ci).vectorize(x, 8)
+    #           .vectorize(x).unroll(y).unroll(co)
+    #       padded.compute_root().parallel(ci).vectorize(x, vector)
     n, co, y, x, coo, coi, yo, yi, xo, xi = named_vars("n co y x coo coi yo yi xo xi")
     relu, conv, padded, r = (app.funcs[k] for k in ("relu", "conv", "padded", "r"))
-    channels, rows, vector = (conv_relu.CHANNEL_BLOCK, conv_relu.ROW_BLOCK,
-                              conv_relu.VECTOR)
+    channels, rows, vector = conv_relu.CHANNEL_BLOCK, conv_relu.ROW_BLOCK, conv_relu.vector()
     relu.split(co, coo, coi, channels, SHIFT).split(y, yo, yi, rows, SHIFT) \
         .split(x, xo, xi, vector, SHIFT).reorder(xi, yi, coi, xo, yo, coo, n) \
         .vectorize(xi).unroll(yi).unroll(coi).parallel(coo)
-    conv.compute_at(relu, xo).vectorize(x, vector, SHIFT).unroll(y, rows, SHIFT) \
-        .unroll(co, channels, SHIFT)
-    conv.update(0).reorder(x, y, co, r.x, r.y, r.z, n).vectorize(x, vector, GUARD) \
-        .unroll(y, rows, GUARD).unroll(co, channels, GUARD)
+    conv.compute_at(relu, xo).vectorize(x).unroll(y).unroll(co)
+    conv.update(0).reorder(x, y, co, r.x, r.y, r.z, n).vectorize(x).unroll(y).unroll(co)
     px, _, pci, _ = padded.args()
     padded.compute_root().parallel(pci).vectorize(px, vector, SHIFT)
 

@@ -5,7 +5,8 @@ The variants of a case run on the very same input arrays, with the same thread c
 NumPy runs first: its output is the reference, and gives the others their output's shape
 and type. Each variant's first call (the one whose output is checked) is also its
 warm-up. The timed calls are interleaved, one call of each variant per round, so that
-the load of a shared machine drifting during a case weighs on all variants alike.
+the load of a shared machine drifting during a case weighs on all variants alike, each
+after a pause that lets the previous variant's threads go idle.
 
 A timed call is what a user's call costs: for halo, `kernel(out=..., **inputs)` with its
 checks of the inputs and of the regions the code will touch; for Halide, a compiled
@@ -25,6 +26,11 @@ import numpy as np
 
 import halo
 from benchmarks.cases import Case
+
+# Before each timed call, a pause long enough for the previous variant's worker threads
+# to stop spinning and sleep: OpenBLAS's busy-wait for work for about 0.1 s after a call,
+# which on a 2-core machine took the cores from whatever ran next (3x slower).
+IDLE_S = 0.25
 
 # Variants in the order tables and charts show them.
 HALO, HALIDE, HALIDE_AUTO, NUMPY = "halo", "halide", "halide_auto", "numpy"
@@ -119,6 +125,7 @@ def measure(case: Case, threads: int, repeats: int, halide_twins=None,
     result.mismatches = _compare_all({name: b.output for name, b in built.items()}, case)
     for _ in range(repeats):
         for name, b in built.items():
+            time.sleep(IDLE_S)
             start = time.perf_counter()
             b.run()
             result.variants[name].times_s.append(time.perf_counter() - start)

@@ -18,7 +18,7 @@ from halo.errors import HaloError, InputError, InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import loop_nest_to_str
 from halo.ir.substitute import free_vars
-from halo.ir.types import int64
+from halo.ir.types import Type, int64
 from halo.ir.visitor import deep_recursion
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Func
@@ -57,6 +57,13 @@ class Target:
         # Imported here, like the backend in Kernel, so that `import halo` loads no LLVM.
         from halo.backends.llvm.parallel import default_num_threads
         return self.threads or default_num_threads()
+
+    def natural_vector_size(self, t: Type) -> int:
+        """How many values of type `t` one SIMD register holds on this target (16 float32
+        with AVX-512, 8 with AVX2), as in Halide: what a schedule vectorizes by to fill
+        the machine's vectors."""
+        from halo.backends.llvm.jit import host_vector_bytes
+        return max(1, host_vector_bytes() // t.bytes)
 
     @staticmethod
     def of(target: str | Target) -> Target:
