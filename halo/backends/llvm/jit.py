@@ -42,6 +42,13 @@ class _HostTarget:
         # Never llvm.initialize(): it raises on llvmlite >= 0.45.
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        # LLVM's loop vectorizer, if-converting a loop body with a branch (halo's tail
+        # guards, which partition_loops leaves only in the copies for short extents),
+        # predicated a division inside the branch and then read its loop-invariant result
+        # from lane 0, which may be a disabled lane: the masked store went to a garbage
+        # address (tests/fuzz/regressions/test_predicated_division_in_a_guarded_tail.py).
+        # Loops with branches are left to halo's vectorizer. (A process-wide LLVM option.)
+        llvm.set_option("halo", "-enable-if-conversion=false")
         self.triple = llvm.get_process_triple()
         self._target = llvm.Target.from_triple(self.triple)
         self._cpu = llvm.get_host_cpu_name()
