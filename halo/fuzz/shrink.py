@@ -1,8 +1,9 @@
 """Shrinking a failing case: fewer stages first, then fewer schedule calls.
 
 A smaller case "still fails" when it gives the same kind of outcome (and, for
-exceptions, the same exception type). Stages: every stage is tried as the output (the
-pipeline keeps only what it reads), and the smallest that still fails wins. Calls: each
+exceptions, internal or HaloError, the same exception type). Stages: every stage is
+tried as the output (the pipeline keeps only what it reads), and the smallest that still
+fails wins. Calls: each
 call is dropped in turn, last first, and stays dropped if the case still fails; the last
 call of an illegal schedule (the one that breaks the rule) is always kept.
 """
@@ -18,7 +19,9 @@ RunMany = Callable[[list[Case]], list[Outcome]]
 
 
 def _signature(o: Outcome) -> tuple[str, str]:
-    return o.kind, o.detail.split(":", 1)[0] if o.kind == "internal" else ""
+    """What a smaller case must repeat: the kind, and for errors the exception's type (a
+    legal case shrunk until a different error rejects it is another failure)."""
+    return o.kind, o.detail.split(":", 1)[0] if o.kind in ("internal", "rejected") else ""
 
 
 def shrink(case: Case, outcome: Outcome, run_many: RunMany) -> tuple[Case, Outcome]:
