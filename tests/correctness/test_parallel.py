@@ -97,3 +97,19 @@ def test_target_threads_must_be_positive(bad):
     """Target(threads=...) rejects what can't be a thread count."""
     with pytest.raises(halo.HaloError, match="threads must be a positive integer"):
         halo.Target("host", threads=bad)
+
+
+def test_natural_vector_size_is_the_hosts_register_width():
+    """One SIMD register's worth of lanes, in proportion to the type's size: 16 float32
+    with AVX-512, 8 with AVX2, 4 with SSE; a vectorize by it runs correctly."""
+    target = halo.Target("host")
+    lanes = target.natural_vector_size(halo.float32)
+    assert lanes in (4, 8, 16)
+    assert target.natural_vector_size(halo.uint8) == 4 * lanes
+    assert target.natural_vector_size(halo.float64) == lanes // 2
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f = halo.Func("f")
+    f[x] = inp[x] * 2.0
+    f.vectorize(x, lanes)
+    data = np.arange(37, dtype=np.float32)
+    np.testing.assert_array_equal(f.realize((37,), inputs={inp: data}), data * 2)
