@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from halo.backends.llvm import object_cache
+from halo.backends.llvm import object_cache, vector_math
 from halo.backends.llvm.codegen import Argument, generate_module
 from halo.backends.llvm.jit import NativeModule, host_fingerprint, jit_compile, jit_load
 from halo.backends.llvm.object_cache import cache_key
@@ -52,8 +52,10 @@ def _load_cached(key: str) -> NativeModule | None:
     if entry is None:
         return None
     optimized_ir, code = entry
-    if "@GOMP_parallel(" in optimized_ir:  # its symbols must be visible before linking
+    # The libraries it calls must be loaded before linking (a missing symbol links to 0)
+    if "@GOMP_parallel(" in optimized_ir:
         load_libgomp()
+    vector_math.link_for(optimized_ir)
     try:
         return jit_load(optimized_ir, code)
     except RuntimeError:

@@ -34,6 +34,14 @@ def vector_call(b: ir.IRBuilder, name: str, t: Type, x: ir.Value) -> ir.Value | 
     return b.call(function, [x])
 
 
+def link_for(llvm_ir: str) -> None:
+    """Make libmvec's symbols visible before loading machine code (from the on-disk
+    cache, in a process that hasn't compiled a call to them) whose IR calls them:
+    unresolved, the calls would jump to address 0."""
+    if any(f"@{symbol}(" in llvm_ir for symbol in _VARIANTS.values()):
+        _available()
+
+
 @cache
 def _available() -> bool:
     """Whether the host has AVX2 and libmvec's symbols are visible to the JIT."""

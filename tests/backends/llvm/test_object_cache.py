@@ -142,6 +142,32 @@ def test_a_parallel_function_from_disk_runs_on_threads(cache):
     assert object_cache.stats["hits"] == 1
 
 
+SOFTMAX_CHILD = """
+import json
+import numpy as np
+from apps import softmax
+from halo.backends.llvm import object_cache
+inp, out, funcs = softmax.algorithm()
+softmax.schedule(funcs)
+x = np.random.default_rng(2).random((9, 70), dtype=np.float32)
+got = out.compile()((9, 70), x=x)
+ok = bool(np.allclose(got, softmax.numpy_softmax(x), rtol=1e-5, atol=1e-6))
+print(json.dumps({"ok": ok, **object_cache.stats}))
+"""
+
+
+def test_vector_math_from_disk_links_libmvec(tmp_path):
+    """softmax calls libmvec's 8-lane exp: a second process, which loads the code from
+    disk without compiling any, must link it to libmvec (it jumped to address 0)."""
+    env = {**os.environ, "HALO_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    runs = [subprocess.run([sys.executable, "-c", SOFTMAX_CHILD], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), [r.stderr[-500:] for r in runs]
+    first, second = (json.loads(r.stdout.strip().splitlines()[-1]) for r in runs)
+    assert first["ok"] and first["writes"] == 1
+    assert second == {"ok": True, "hits": 1}
+
+
 @pytest.mark.parametrize("setting", ["off", "OFF", "0"])
 def test_off_turns_the_cache_off(tmp_path, monkeypatch, setting):
     """HALO_CACHE_DIR=off writes nothing and reads nothing."""
