@@ -11,9 +11,11 @@ The schedule is one row per task: the rows are independent, and one row's stages
 each) stay in L1 between the three passes over it. Per row, the max and the sum are
 computed right before they are needed (`compute_at` the row), and `e` is computed once,
 vectorized, into a row buffer that both the sum and the output read, so each `exp` runs
-once. The output's divide is vectorized. The two reductions are serial loops: running
-them across SIMD lanes reassociates them, which needs `rfactor` (not in halo yet); it
-will split each row's reduction into 8 partial lanes reduced at the end.
+once (one libmvec call per vector). Each reduction runs across the SIMD lanes: `rfactor`
+splits it into one partial max (or sum) per lane, a vector updated once per vector of
+the row, whose lanes are then reduced. That reassociates the sum, as NumPy's pairwise
+sum does too; serial, each add waits for the one before it, and the two reductions
+took most of the time.
 """
 from __future__ import annotations
 
@@ -21,7 +23,10 @@ import numpy as np
 
 import halo
 
-VECTOR = 8
+
+def vector() -> int:
+    """One vector of float32 on this CPU."""
+    return halo.Target("host").natural_vector_size(halo.float32)
 
 
 def algorithm():
@@ -43,13 +48,20 @@ def algorithm():
 
 
 def schedule(funcs) -> None:
-    """One row per parallel iteration; e computed once per row and vectorized."""
-    i, j = halo.vars("i j")
+    """One row per parallel iteration; e computed once per row; everything vectorized,
+    the reductions through rfactor."""
+    i, j, u, ro, ri = halo.vars("i j u ro ri")
+    lanes = vector()
     out = funcs["softmax"]
-    out.parallel(i).vectorize(j, VECTOR)
-    funcs["e"].compute_at(out, i).vectorize(funcs["e"].args[-1], VECTOR)
-    funcs["row_max"].compute_at(out, i)
-    funcs["row_sum"].compute_at(out, i)
+    out.parallel(i).vectorize(j, lanes)
+    funcs["e"].compute_at(out, i).vectorize(j, lanes)
+    for name in ("row_max", "row_sum"):
+        reduction = funcs[name]
+        reduction.compute_at(out, i)
+        reduction.update(0).split(funcs["r"].x, ro, ri, lanes)
+        partial = reduction.update(0).rfactor(ri, u)
+        partial.compute_at(out, i).vectorize(u)
+        partial.update(0).reorder(ro, u).vectorize(u)
 
 
 def numpy_softmax(x: np.ndarray) -> np.ndarray:

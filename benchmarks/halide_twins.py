@@ -235,19 +235,28 @@ def softmax_algorithm() -> HalideApp:
     out = hl.Func("softmax")
     out[j, i] = e[j, i] / row_sum[i]
     return HalideApp(out, [x], {"softmax": out, "row_sum": row_sum, "e": e,
-                                "row_max": row_max})
+                                "row_max": row_max, "r": r})
 
 
 def softmax_schedule(app: HalideApp) -> None:
-    # halo: softmax.parallel(i).vectorize(j, 8)
-    #       e.compute_at(softmax, i).vectorize(j, 8)
-    #       row_max, row_sum: .compute_at(softmax, i)
-    i, j = named_vars("i j")
+    # halo (lanes = softmax.vector()):
+    #   softmax.parallel(i).vectorize(j, lanes); e.compute_at(softmax, i).vectorize(j, lanes)
+    #   row_max, row_sum: .compute_at(softmax, i); .update(0).split(r.x, ro, ri, lanes)
+    #     partial = .update(0).rfactor(ri, u)
+    #     partial.compute_at(softmax, i).vectorize(u).update(0).reorder(ro, u).vectorize(u)
+    i, j, u = named_vars("i j u")
+    lanes = softmax.vector()
     out = app.funcs["softmax"]
-    out.parallel(i).vectorize(j, softmax.VECTOR, SHIFT)
-    app.funcs["e"].compute_at(out, i).vectorize(j, softmax.VECTOR, SHIFT)
-    app.funcs["row_max"].compute_at(out, i)
-    app.funcs["row_sum"].compute_at(out, i)
+    out.parallel(i).vectorize(j, lanes, SHIFT)
+    app.funcs["e"].compute_at(out, i).vectorize(j, lanes, SHIFT)
+    r = app.funcs["r"]
+    for name in ("row_max", "row_sum"):
+        reduction = app.funcs[name]
+        reduction.compute_at(out, i)
+        rvo, rvi = hl.RVar("ro"), hl.RVar("ri")
+        partial = reduction.update(0).split(r.x, rvo, rvi, lanes, GUARD).rfactor(rvi, u)
+        partial.compute_at(out, i).vectorize(u)
+        partial.update(0).reorder(u, rvo).vectorize(u)
 
 
 # -------------------------------------------------------------------------- histogram

@@ -100,14 +100,14 @@ class Pipeline:
 
 
 class _CompileCache:
-    """Compiled functions by (lowered IR text, target), least recently used evicted first:
+    """Compiled functions by (lowered IR, arguments, target), least recently used evicted first:
     each live JIT engine holds about 1 MB, so the cache is bounded."""
 
     def __init__(self, capacity: int = 128):
         self.capacity = capacity
-        self.entries: OrderedDict[tuple[str, Target], object] = OrderedDict()
+        self.entries: OrderedDict[tuple[str, str, Target], object] = OrderedDict()
 
-    def get(self, key: tuple[str, Target], build):
+    def get(self, key: tuple[str, str, Target], build):
         if key in self.entries:
             self.entries.move_to_end(key)
             return self.entries[key]
@@ -148,8 +148,9 @@ class Kernel:
                           n.Var(s).type) for s in scalars]
         # Keyed by the thread count itself, which the code embeds, not by how it was chosen.
         threads = target.num_threads
+        # The IR's repr and the arguments carry every type, which its printed form omits.
         self.function = _cache.get(
-            (str(lowered), replace(target, threads=threads)),
+            (repr(lowered.stmt), repr(args), replace(target, threads=threads)),
             lambda: compile_function("halo_pipeline", lowered.stmt, args, num_threads=threads,
                                      strict_float=target.strict_float))
         self.buffer_names = buffers

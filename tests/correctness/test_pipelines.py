@@ -149,6 +149,20 @@ def test_compile_reuses_kernel_and_out_argument():
     assert "define" in kernel.source()
 
 
+@pytest.mark.parametrize("t", [halo.int16, halo.float32, halo.float64, halo.int32], ids=str)
+def test_pipelines_that_print_alike_but_differ_in_types_compile_apart(t):
+    """The same definition over inputs of different types prints the same loop nest; each
+    compiles on its own (a kernel compiled for another type in this process is not
+    reused)."""
+    inp = halo.ImageParam(t, 1, "inp")
+    f = halo.Func("f")
+    f[x] = halo.abs(inp[x])
+    a = np.array([-3, 0, 2, -7], dtype=t.numpy)
+    result = f.realize((4,), inputs={inp: a})
+    assert result.dtype == t.numpy
+    np.testing.assert_array_equal(result, np.abs(a))
+
+
 def test_output_read_by_another_stage_is_produced_first():
     """When an intermediate reads an output, the output is produced before it, whatever
     order the outputs are listed in."""

@@ -253,7 +253,7 @@ def math_call(b: ir.IRBuilder, name: str, t: Type, args: Sequence[ir.Value]) -> 
     if not t.is_float:
         raise InternalError(f"math function {name!r} takes floats, got {t}")
     if t.lanes > 1:
-        vectorized = vector_math.vector_call(b, name, t, args[0])
+        vectorized = vector_math.vector_call(b, name, t, list(args))
         if vectorized is not None:
             return vectorized
     if name in _FLOAT_INTRINSICS:

@@ -1,11 +1,16 @@
-"""Vector math from glibc's libmvec: `exp` of 8 float32 lanes in one call.
+"""Vector math from glibc's libmvec: exp, log, sin, cos, tanh and pow of whole vectors.
 
 LLVM lowers a vector `llvm.exp` to one scalar libm call per lane. glibc's libmvec has
-AVX2 variants that compute 8 lanes at once (`_ZGVdN8v_expf`, glibc's vector-function ABI
-name), within a few ulp of the exact result (2 at most in tests/backends/llvm/
-test_vector_math.py), inside the reference's float tolerance, but not bit-identical to
-scalar `expf`. Used where the host has AVX2 and libmvec loads; elsewhere the per-lane
-calls stay (benchmarks/: softmax).
+variants that compute a whole register at once, named by the vector-function ABI:
+`_ZGV{isa}N{lanes}{v per argument}_{name}` with isa `b` (SSE, 16-byte registers), `d`
+(AVX2, 32 bytes) or `e` (AVX-512, 64 bytes), and `f` after the name for float32. They
+are within a few ulp of the exact result (tests/backends/llvm/test_vectors.py checks 4),
+inside the reference's float tolerance but not bit-identical to scalar libm.
+
+A vector of another width is cut into pieces of the widest register the host has that
+divides it (16 float32 lanes on AVX-512: one call; 32 lanes: two), whose results are
+put back together. Vectors no width divides, float16, and hosts without libmvec keep the
+per-lane calls.
 """
 from __future__ import annotations
 
@@ -15,39 +20,55 @@ from functools import cache
 import llvmlite.binding as llvm
 from llvmlite import ir
 
+from halo.backends.llvm import vectors
+from halo.backends.llvm.jit import host_vector_bytes
 from halo.ir.types import Type
 
-# (halo function, lanes) -> libmvec symbol; all need AVX2.
-_VARIANTS = {("exp", 8): "_ZGVdN8v_expf"}
+# halo function -> its number of arguments; libmvec has each for float32 and float64
+_FUNCTIONS = {"exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "pow": 2}
+# vector-function ABI isa letter by register width in bytes, widest first
+_ISAS = ((64, "e"), (32, "d"), (16, "b"))
 _LIBMVEC_FALLBACK = "libmvec.so.1"
+_PREFIX = "_ZGV"
 
 
-def vector_call(b: ir.IRBuilder, name: str, t: Type, x: ir.Value) -> ir.Value | None:
-    """`name(x)` for a float32 vector `x` through libmvec, or None where it has no
-    variant for `t` or can't be used on this host."""
-    symbol = _VARIANTS.get((name, t.lanes))
-    if symbol is None or not (t.is_float and t.bits == 32) or not _available():
+def vector_call(b: ir.IRBuilder, name: str, t: Type, args: list[ir.Value]) -> ir.Value | None:
+    """`name(*args)` for float vectors through libmvec, or None where it has no variant
+    for `t` or can't be used on this host."""
+    if name not in _FUNCTIONS or not t.is_float or t.bits not in (32, 64) or not _available():
         return None
-    function = b.module.globals.get(symbol)
-    if function is None:
-        function = ir.Function(b.module, ir.FunctionType(x.type, [x.type]), symbol)
-    return b.call(function, [x])
+    for register_bytes, isa in _ISAS:
+        width = register_bytes * 8 // t.bits
+        if register_bytes > host_vector_bytes() or t.lanes % width:
+            continue
+        pieces = t.lanes // width
+        if pieces & (pieces - 1):  # put back together pairwise: a power of two
+            continue
+        symbol = _symbol(isa, width, name, t.bits)
+        piece_type = ir.VectorType(args[0].type.element, width)
+        function = b.module.globals.get(symbol) or ir.Function(
+            b.module, ir.FunctionType(piece_type, [piece_type] * len(args)), symbol)
+        results = [b.call(function, [vectors.lanes_of(b, arg, k * width, width) for arg in args])
+                   for k in range(pieces)]
+        return vectors.concatenate(b, results)
+    return None
 
 
 def link_for(llvm_ir: str) -> None:
     """Make libmvec's symbols visible before loading machine code (from the on-disk
     cache, in a process that hasn't compiled a call to them) whose IR calls them:
     unresolved, the calls would jump to address 0."""
-    if any(f"@{symbol}(" in llvm_ir for symbol in _VARIANTS.values()):
+    if f"@{_PREFIX}" in llvm_ir:
         _available()
+
+
+def _symbol(isa: str, lanes: int, name: str, bits: int) -> str:
+    return f"{_PREFIX}{isa}N{lanes}{'v' * _FUNCTIONS[name]}_{name}{'f' if bits == 32 else ''}"
 
 
 @cache
 def _available() -> bool:
-    """Whether the host has AVX2 and libmvec's symbols are visible to the JIT."""
-    features = llvm.get_host_cpu_features()
-    if not features.get("avx2", False):
-        return False
+    """Whether libmvec loads and its symbols are visible to the JIT (x86-64 glibc)."""
     for path in (ctypes.util.find_library("mvec"), _LIBMVEC_FALLBACK):
         if not path:
             continue
@@ -55,5 +76,5 @@ def _available() -> bool:
             llvm.load_library_permanently(path)
         except RuntimeError:
             continue
-        return llvm.address_of_symbol(_VARIANTS["exp", 8]) is not None
+        return llvm.address_of_symbol(_symbol("b", 4, "exp", 32)) is not None
     return False

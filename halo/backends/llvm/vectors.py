@@ -86,6 +86,24 @@ def reverse(b: ir.IRBuilder, vector: ir.Value) -> ir.Value:
     return b.shuffle_vector(vector, ir.Constant(vector.type, ir.Undefined), order)
 
 
+def lanes_of(b: ir.IRBuilder, vector: ir.Value, first: int, count: int) -> ir.Value:
+    """The `count` lanes of `vector` from lane `first` on, as a vector."""
+    order = ir.Constant(ir.VectorType(_LANE_INDEX, count), list(range(first, first + count)))
+    return b.shuffle_vector(vector, ir.Constant(vector.type, ir.Undefined), order)
+
+
+def concatenate(b: ir.IRBuilder, parts: Sequence[ir.Value]) -> ir.Value:
+    """One vector of the lanes of `parts` in order; they have one type, and their number
+    is a power of two."""
+    parts = list(parts)
+    while len(parts) > 1:
+        lanes = parts[0].type.count
+        order = ir.Constant(ir.VectorType(_LANE_INDEX, 2 * lanes), list(range(2 * lanes)))
+        pairs = zip(parts[::2], parts[1::2], strict=True)
+        parts = [b.shuffle_vector(low, high, order) for low, high in pairs]
+    return parts[0]
+
+
 def map_lanes(b: ir.IRBuilder, function: Callable[..., ir.Value],
               args: Sequence[ir.Value], result_type: ir.VectorType) -> ir.Value:
     """`function` applied to each lane of `args` in turn, for operations that have no
