@@ -10,13 +10,11 @@ condition: the response is computed where its 5x5 window lies inside the image, 
 output is (H - 4) x (W - 4), and output[y, x] is the response centered at (y + 2, x + 2).
 Run `python -m apps.harris`.
 
-The schedule follows Halide's CPU schedule (vectorized rows, Ix and Iy computed ahead of
-the box sums, products and sums inlined), with two changes. halo has no sliding window
-yet, so instead of keeping Ix and Iy for a strip of rows and computing one new row per
-output row, the output is cut into tiles of 32 rows x 256 columns and Ix, Iy (34 x 258)
-are computed per tile: 6% of them twice, all of it in L2. And gray is computed per tile
-too (36 x 260): inlined, as in Halide's app, each gray pixel would be recomputed from the
-three channels 12 times (6 taps each in Ix and Iy). The strips of tiles run in parallel.
+The schedule is Halide's CPU schedule for its app: strips of 32 output rows run in
+parallel, and in each strip gray, Ix and Iy keep their rows (`store_at` the strip) and
+compute one new row per output row (`compute_at` the row: a sliding window), so each is
+computed once, plus a two-row apron per strip. The products and the box sums are
+inlined into the output, all of it vectorized.
 """
 from __future__ import annotations
 
@@ -24,7 +22,7 @@ import numpy as np
 
 import halo
 
-TILE_ROWS, TILE_COLUMNS, VECTOR = 32, 256, 8
+STRIP_ROWS = 32
 LUMA = (0.299, 0.587, 0.114)
 K = 0.04
 
@@ -62,9 +60,7 @@ def algorithm():
     """Returns (image, output, {name: Func})."""
     y, x = halo.vars("y x")
     image = halo.ImageParam(halo.float32, 3, "image")  # [c, y, x]
-    # Every read is inside the image; the clamp only works around a halo bug (see
-    # schedule()).
-    clamped = halo.boundary.repeat_edge(image)
+    clamped = halo.boundary.repeat_edge(image)  # see the module's docstring
     gray, ix, iy = halo.Func("gray"), halo.Func("Ix"), halo.Func("Iy")
     gray[y, x] = luma(lambda c: clamped[c, y, x])
     ix[y, x] = sobel_x(lambda dy, dx: gray[y + dy, x + dx])
@@ -81,19 +77,18 @@ def algorithm():
                            "Sxy": sxy, "Ix": ix, "Iy": iy, "gray": gray}
 
 
-def schedule(funcs) -> None:
-    """Tiles of 32 x 256 pixels, a strip of tiles per task; gray, Ix, Iy per tile.
+def vector() -> int:
+    """One vector of float32 on this CPU."""
+    return halo.Target("host").natural_vector_size(halo.float32)
 
-    gray reads the image through repeat_edge because halo's input-region check
-    over-approximates the reads of a Func that is computed per tile and split again
-    (here by vectorize) and rejects the unclamped reads as out of bounds.
-    """
-    y, x, yo, xo, yi, xi = halo.vars("y x yo xo yi xi")
+
+def schedule(funcs) -> None:
+    """Strips of rows in parallel; gray, Ix and Iy slide down each strip a row at a time."""
+    y, x, yo, yi = halo.vars("y x yo yi")
     output = funcs["output"]
-    output.tile(y, x, yo, xo, yi, xi, TILE_ROWS, TILE_COLUMNS).parallel(yo) \
-        .vectorize(xi, VECTOR)
-    for name in ("gray", "Ix", "Iy"):
-        funcs[name].compute_at(output, xo).vectorize(funcs[name].args[-1], VECTOR)
+    output.split(y, yo, yi, STRIP_ROWS).parallel(yo).vectorize(x, vector())
+    for name in ("gray", "Iy", "Ix"):
+        funcs[name].store_at(output, yo).compute_at(output, yi).vectorize(x, vector())
 
 
 def numpy_harris(image: np.ndarray) -> np.ndarray:

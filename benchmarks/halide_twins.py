@@ -191,7 +191,7 @@ def unsharp_schedule(app: HalideApp) -> None:
 def harris_algorithm() -> HalideApp:
     y, x = named_vars("y x")
     image = hl.ImageParam(F32, 3, "image")  # [x, y, c]
-    clamped = hl.BoundaryConditions.repeat_edge(image)  # as in the halo app (a workaround)
+    clamped = hl.BoundaryConditions.repeat_edge(image)  # as in the halo app
     gray, ix, iy = hl.Func("gray"), hl.Func("Ix"), hl.Func("Iy")
     gray[x, y] = harris.luma(lambda c: clamped[x, y, c])
     ix[x, y] = harris.sobel_x(lambda dy, dx: gray[x + dx, y + dy])
@@ -208,14 +208,15 @@ def harris_algorithm() -> HalideApp:
 
 
 def harris_schedule(app: HalideApp) -> None:
-    # halo: output.tile(y, x, yo, xo, yi, xi, 32, 256).parallel(yo).vectorize(xi, 8)
-    #       gray, Ix, Iy: .compute_at(output, xo).vectorize(x, 8)
-    y, x, yo, xo, yi, xi = named_vars("y x yo xo yi xi")
+    # halo (lanes = harris.vector()):
+    #   output.split(y, yo, yi, 32).parallel(yo).vectorize(x, lanes)
+    #   gray, Iy, Ix: .store_at(output, yo).compute_at(output, yi).vectorize(x, lanes)
+    y, x, yo, yi = named_vars("y x yo yi")
+    lanes = harris.vector()
     output = app.funcs["output"]
-    output.tile(x, y, xo, yo, xi, yi, harris.TILE_COLUMNS, harris.TILE_ROWS, SHIFT) \
-        .parallel(yo).vectorize(xi, harris.VECTOR, SHIFT)
-    for name in ("gray", "Ix", "Iy"):
-        app.funcs[name].compute_at(output, xo).vectorize(x, harris.VECTOR, SHIFT)
+    output.split(y, yo, yi, harris.STRIP_ROWS, SHIFT).parallel(yo).vectorize(x, lanes, SHIFT)
+    for name in ("gray", "Iy", "Ix"):
+        app.funcs[name].store_at(output, yo).compute_at(output, yi).vectorize(x, lanes, SHIFT)
 
 
 # ---------------------------------------------------------------------------- softmax

@@ -39,7 +39,7 @@ from halo.backends.llvm.llvm_types import (
 from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
-from halo.ir.types import Type, int64
+from halo.ir.types import Type, int32, int64
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,8 @@ def _loop_type(loop: n.For) -> Type:
 
 # IR operator -> the function of arithmetic.py that implements its semantics
 _CONTRACTIBLE = (n.Add, n.Sub, n.Mul)
+# Operators an int32 index is computed through in 64 bits (_wide_index).
+_WIDENED = (n.Add, n.Sub, n.Mul, n.Min, n.Max)
 _BINARY_OPERATORS = {
     n.Add: arithmetic.add,
     n.Sub: arithmetic.sub,
@@ -523,8 +525,24 @@ class _FunctionEmitter:
         if not e.type.is_integer:
             raise InternalError(f"index or size {expr_to_str(e)} has type {e.type}; "
                                 "expected an integer")
+        if e.type == int32:
+            return self._wide_index(e)
         return arithmetic.cast(self._builder, e.type, int64.with_lanes(e.type.lanes),
                                self._expr(e))
+
+    def _wide_index(self, e: n.Expr) -> ir.Value:
+        """A scalar int32 index computed in 64 bits, as Halide does. halo's int32 `+ - *`
+        never overflow (nodes.py) and min/max commute with extension, so extending their
+        operands gives the extended result. Extending only the result hides the sum from
+        LLVM: once it reassociates the 32-bit sum (dropping `nsw`), every address in a loop
+        costs a 32-bit add and an extension, and constant offsets (a stencil's taps) don't
+        fold into the addressing mode."""
+        if type(e) in _WIDENED and e.type == int32:
+            operator = _BINARY_OPERATORS[type(e)]
+            return operator(self._builder, int64, self._wide_index(e.a), self._wide_index(e.b))
+        if isinstance(e, n.Const):
+            return ir.Constant(value_type(int64), int(e.value))
+        return arithmetic.cast(self._builder, e.type, int64, self._expr(e))
 
     def _buffer(self, name: str) -> _Binding:
         buffer = self._buffers.get(name)
