@@ -6,7 +6,8 @@ NumPy runs first: its output is the reference, and gives the others their output
 and type. Each variant's first call (the one whose output is checked) is also its
 warm-up. The timed calls are interleaved, one call of each variant per round, so that
 the load of a shared machine drifting during a case weighs on all variants alike, each
-after a pause that lets the previous variant's threads go idle.
+after a pause that lets the previous variant's threads go idle and 50 ms of untimed
+calls that wake the cores up again.
 
 A timed call is what a user's call costs: for halo, `kernel(out=..., **inputs)` with its
 checks of the inputs and of the regions the code will touch; for Halide, a compiled
@@ -31,6 +32,10 @@ from benchmarks.cases import Case
 # to stop spinning and sleep: OpenBLAS's busy-wait for work for about 0.1 s after a call,
 # which on a 2-core machine took the cores from whatever ran next (3x slower).
 IDLE_S = 0.25
+# Then the variant runs untimed for this long (at least once): right after the pause,
+# a 2 ms kernel ran 3x slower in half the calls, as the idle cores woke up; after
+# 20 ms of work every call ran at full speed.
+WARM_S = 0.05
 
 # Variants in the order tables and charts show them.
 HALO, HALIDE, HALIDE_AUTO, NUMPY = "halo", "halide", "halide_auto", "numpy"
@@ -126,10 +131,18 @@ def measure(case: Case, threads: int, repeats: int, halide_twins=None,
     for _ in range(repeats):
         for name, b in built.items():
             time.sleep(IDLE_S)
+            _warm_up(b.run)
             start = time.perf_counter()
             b.run()
             result.variants[name].times_s.append(time.perf_counter() - start)
     return result
+
+
+def _warm_up(run: Callable[[], object]) -> None:
+    start = time.perf_counter()
+    run()
+    while time.perf_counter() - start < WARM_S:
+        run()
 
 
 def _halo(case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
