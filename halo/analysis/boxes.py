@@ -13,7 +13,9 @@ The walk keeps a scope of variable intervals (each computed when first looked up
   * `IfThenElse(cond)` tightens, in the then branch, each variable in scope that `cond`
     bounds (conjunctions of v < e, v <= e, e < v, e <= v, v == e), and in the else branch
     those that the negation of `cond` bounds (negated disjunctions of the same); of an
-    IfThenElse marked `whole_tiles` (nodes.py), only the else branch is walked;
+    IfThenElse marked `whole_tiles` (nodes.py), only the else branch is walked; where
+    `cond` has no variable in scope (a specialization), both branches are walked apart
+    and the box is `select(cond, then box, else box)`;
   * everything else (ProducerConsumer, Realize, Block, ...) is walked as is.
 Variables not in scope stay symbolic. For example, in
 
@@ -33,6 +35,7 @@ from halo.analysis.simplify import Simplifier
 from halo.analysis.simplify.structure import StructureIds
 from halo.errors import InternalError
 from halo.ir import nodes as n
+from halo.ir.substitute import free_vars
 from halo.ir.visitor import IRVisitor, child_nodes
 
 Box = tuple[Interval, ...]
@@ -287,9 +290,43 @@ class _BoxFinder(IRVisitor):
             self.visit(s.else_case)
             return
         self.visit(s.condition)
+        if s.else_case is not None and not free_vars(s.condition) & set(self.scope):
+            self._visit_choice(s)
+            return
         self._visit_in(self._tightened(s.condition, True), s.then_case)
         if s.else_case is not None:
             self._visit_in(self._tightened(s.condition, False), s.else_case)
+
+    def _visit_choice(self, s: n.IfThenElse) -> None:
+        """An IfThenElse whose condition is the same throughout the walk (a specialization:
+        no variable in scope): each access's box is `select(condition, then box, else
+        box)`, not their union, which would make a branch not taken widen the region of
+        the one taken (an input too small for a specialized branch's reads)."""
+        branches = []
+        for case in (s.then_case, s.else_case):
+            finder = _BoxFinder(self.accesses, self.scope, self.simplifier)
+            finder.visit(case)
+            branches.append(finder.boxes())
+        for i, (then_box, else_box) in enumerate(zip(*branches, strict=True)):
+            if then_box is None or else_box is None:
+                box = then_box or else_box
+                chosen = None if box is None else [(d.min, d.max) for d in box]
+            else:
+                chosen = [(self._select(s.condition, t.min, e.min),
+                           self._select(s.condition, t.max, e.max))
+                          for t, e in zip(then_box, else_box, strict=True)]
+            if chosen is None:
+                continue
+            for (lo, hi), (low, high) in zip(self._extremes(i, len(chosen)), chosen,
+                                             strict=True):
+                lo.add(low)
+                hi.add(high)
+
+    def _select(self, cond: n.Expr, a: n.Expr | None, b: n.Expr | None) -> n.Expr | None:
+        """`select(cond, a, b)`, where None (unbounded) on either side stays None."""
+        if a is None or b is None:
+            return None
+        return self.simplifier.expr(n.Select(cond, a, b))
 
     # --------------------------------------------------------------- conditions as bounds
 

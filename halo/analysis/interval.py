@@ -16,8 +16,9 @@ How each node is bounded:
     the four endpoint quotients; else unbounded. Mod by c > 0: [0, c - 1], or the
     operand's interval when it provably lies in [0, c - 1]; by a provably positive b:
     [0, b.max - 1].
-  * Select: the union of both branches. Comparisons and logical ops: [false, true] unless
-    constant.
+  * Select: the union of both branches, or, where the condition has no variable in
+    scope (a specialization's), the select of their bounds. Comparisons and logical
+    ops: [false, true] unless constant.
   * Cast: the endpoints cast when that is monotonic and exact (widening, to float, or a
     range provably representable in the target), else the target type's range.
   * Func/input Calls and Loads: their type's range if 16 bits or fewer, else unbounded
@@ -39,6 +40,7 @@ from halo.analysis.simplify.cast import represents
 from halo.analysis.simplify.pattern import no_overflow
 from halo.analysis.simplify.simplifier import is_const_true
 from halo.ir import nodes as n
+from halo.ir.substitute import free_vars
 from halo.ir.types import Type, bool_
 
 
@@ -229,7 +231,14 @@ class IntervalAnalysis:
         cond = self.simplifier.expr(e.condition)
         if isinstance(cond, n.Const):
             return self._of(e.true_value if cond.value else e.false_value, scope)
-        return self.union(self._of(e.true_value, scope), self._of(e.false_value, scope))
+        a, b = self._of(e.true_value, scope), self._of(e.false_value, scope)
+        if cond.type.lanes == 1 and not any(v in scope for v in free_vars(cond)):
+            # One branch for the whole scope (a specialization): the bounds of the one
+            # taken, rather than a union that lets the other widen them.
+            def choose(x: n.Expr | None, y: n.Expr | None) -> n.Expr | None:
+                return None if x is None or y is None else n.Select(cond, x, y)
+            return self._simplified(choose(a.min, b.min), choose(a.max, b.max))
+        return self.union(a, b)
 
     def _mul(self, e: n.Expr, a: Interval, b: Interval) -> Interval:
         if b.is_point and isinstance(b.min, n.Const):

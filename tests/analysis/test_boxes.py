@@ -89,6 +89,21 @@ def test_if_then_else_tightens_the_loop_variable() -> None:
     assert shown(boxes_touched(negated, "g")) == "[0, 50]"
 
 
+def test_branch_on_a_condition_outside_the_scope_selects_the_box() -> None:
+    """`if W == 12` (no variable in scope: a specialization) takes one branch for the
+    whole walk: the box is the select of the branches' boxes, not their union. A branch
+    touching nothing leaves the other's box."""
+    branches = n.IfThenElse(n.EQ(W, c(12)), loop("x", c(0), c(12), n.Evaluate(g(x))),
+                            loop("x", c(0), W, n.Evaluate(g(n.Add(x, c(1))))))
+    assert shown(boxes_touched(branches, "g")) \
+        == "[select(W == 12, 0, 1), select(W == 12, 11, W)]"
+    one_sided = n.IfThenElse(n.EQ(W, c(12)), n.Evaluate(c(0)), n.Evaluate(g(c(3))))
+    assert shown(boxes_touched(one_sided, "g")) == "[3, 3]"
+    in_scope = loop("x", c(0), W, n.IfThenElse(n.LT(x, c(12)), n.Evaluate(g(x)),
+                                                n.Evaluate(g(n.Add(x, c(1))))))
+    assert shown(boxes_touched(in_scope, "g")) == "[0, max(min(W - 1, 11), W)]"  # a union
+
+
 def test_data_dependent_index_is_bounded_by_the_index_type() -> None:
     """A histogram update hist[inp[r]] with uint8 inp touches hist over [0, 255]."""
     inp = n.Call(uint8, "inp", (r,), n.CallKind.INPUT)

@@ -111,13 +111,22 @@ def test_mod() -> None:
 
 def test_min_max_select() -> None:
     """Min/Max combine endpoints (an unbounded side doesn't constrain the other); Select
-    is the union of its branches."""
+    on a condition of variables in scope is the union of its branches."""
     assert bounds(n.Min(x, c(10)), x=iv(0, None)) == "[0, 10]"
     assert bounds(n.Max(x, c(0))) == "[max(x, 0), max(x, 0)]"
     assert bounds(n.Max(x, c(0)), x=iv(None, 5)) == "[0, 5]"
     assert bounds(n.Min(n.Max(x, c(0)), c(99)), x=iv(None, None)) == "[0, 99]"
     assert bounds(n.Select(n.LT(x, y), x, n.Add(y, c(1))), x=iv(0, 4), y=iv(2, 9)) \
         == "[0, 10]"
+
+
+def test_select_on_a_condition_outside_the_scope_selects_the_bounds() -> None:
+    """A condition with no variable in scope (a specialization's) is one branch for the
+    whole scope: the bounds are those of the branch it picks."""
+    assert bounds(n.Select(n.EQ(y, c(12)), n.Add(x, c(11)), n.Add(x, y)), x=iv(0, 4)) \
+        == "[select(y == 12, 11, y), select(y == 12, 15, y + 4)]"
+    assert bounds(n.Select(n.EQ(y, c(12)), x, c(0)), x=iv(None, 4)) \
+        == "[None, select(y == 12, 4, 0)]"
 
 
 def test_boolean_expressions() -> None:

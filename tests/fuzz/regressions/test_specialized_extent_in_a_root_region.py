@@ -1,15 +1,18 @@
-"""rejected: program 3001757 schedule 3005273 (legal), found by `python -m halo.fuzz`.
-
-    BoundsError: input in0 is accessed at [0, 11] in dimension 0 (outermost is 0), but only
-    [0, 10] exists (extent 11); pass a larger array, shrink the output, or read it through a
-    boundary condition (halo.boundary.repeat_edge)
+"""A legal schedule was refused with a false BoundsError: `s7.specialize(in0.shape[0] ==
+12)` substitutes 12 for `in0.extent.0` in its branch, so the clamped gather there reads
+rows up to 11. The root `cache_read` of in0 (`in0_global`) covered the union of both
+branches' reads, and copying row 11 of an 11-row input failed the input check. A branch
+whose condition is the same throughout (no variable in scope) now gives
+`select(condition, then's region, else's)`, in boxes (halo/analysis/boxes.py) and in the
+intervals of lets (halo/analysis/interval.py). Found by `python -m halo.fuzz --pairs 10000
+--seed 3` (program 3001757 schedule 3005273).
 """
 import numpy as np
 
 import halo
 
 
-def test_rejected_3001757_3005273():
+def test_specialized_extent_in_a_root_region():
     c, y, x = halo.vars("c y x")
     in0 = halo.ImageParam(halo.int32, 2, "in0")
     b1 = halo.Func("b1")
@@ -44,4 +47,4 @@ def test_rejected_3001757_3005273():
 
 
 if __name__ == "__main__":
-    test_rejected_3001757_3005273()
+    test_specialized_extent_in_a_root_region()
