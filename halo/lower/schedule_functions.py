@@ -129,7 +129,7 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     # A later transformation defines the variables an earlier one's let reads, so the
     # earliest let is innermost. Each tail guard sits right inside the let it tests, so
     # the lets inside it (and bounds inference) see the guarded range.
-    for name, value, guard, _ in lets:
+    for name, value, guard, *_ in lets:
         if guard is not None:
             body = n.IfThenElse(guard, body)
         body = n.LetStmt(name, value, body)
@@ -159,12 +159,14 @@ def _known_values(condition: n.Expr) -> dict[str, n.Expr]:
 
 class _Let(NamedTuple):
     """A variable rebuilt from split or fused loops: its value, the tail guard that must
-    hold for the point to be computed, and whether it may leave its range (a round_up
-    split computes past the end)."""
+    hold for the point to be computed, whether it may leave its range (a round_up split
+    computes past the end), and the range itself where the value doesn't promise it (a
+    whole tile's variable)."""
     name: str
     value: n.Expr
     guard: n.Expr | None = None
     overflows: bool = False
+    range: tuple[n.Expr, n.Expr] | None = None
 
 
 def _drop_broken_promises(lets: list[_Let]) -> list[_Let]:
@@ -180,17 +182,20 @@ def _drop_broken_promises(lets: list[_Let]) -> list[_Let]:
         for k, let in enumerate(out):
             if let.name not in overflowing and var_names(let.value) & overflowing:
                 overflowing.add(let.name)
-                out[k] = let._replace(value=_clamped(let.value), overflows=True)
+                out[k] = let._replace(value=_clamped(let), overflows=True)
                 changed = True
     return out
 
 
-def _clamped(value: n.Expr) -> n.Expr:
-    """promise_clamped(v, lo, hi) made real: min(max(v, lo), hi)."""
-    match value:
+def _clamped(let: _Let) -> n.Expr:
+    """The let's value clamped into its range: promise_clamped(v, lo, hi) made real,
+    min(max(v, lo), hi)."""
+    match let.value:
         case n.Call(name="promise_clamped", args=(inner, lo, hi)):
             return n.Min(n.Max(inner, lo), hi)
-    return value
+    if let.range is not None:
+        return n.Min(n.Max(let.value, let.range[0]), let.range[1])
+    return let.value
 
 
 def _initial_dims(definition: Definition, sched: StageSchedule) -> list[str]:
@@ -220,7 +225,8 @@ def _apply_split(t: Split, ir_name, bounds, lets, k: int, short: list[n.Expr],
         if needs_guard:
             short.append(n.LE(factor, extent))
         if needs_guard and whole_tiles:
-            lets.append(_Let(old, n.Add(n.Add(lo, base), i)))
+            # In range for every whole tile, unless a round_up split of `i` overflows it
+            lets.append(_Let(old, n.Add(n.Add(lo, base), i), range=(lo, last)))
         else:
             lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, base), i), lo, last),
                              n.LE(lo, n.Var(old)) if needs_guard else None))
