@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from halo.analysis.interval import Interval, bounds_of_expr
 from halo.analysis.simplify import simplify
+from halo.analysis.simplify.pattern import no_overflow
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind, block
 from halo.ir.substitute import free_vars, substitute
@@ -191,7 +192,7 @@ def _fields(s: n.Stmt):
 
 def _clamps_in(e: n.Expr, lets, scope, owned):
     for node in walk(e):
-        if isinstance(node, (n.Min, n.Max)) and not node.type.is_float \
+        if isinstance(node, (n.Min, n.Max)) and no_overflow(node.type) \
                 and node.type.lanes == 1:
             yield node, lets, scope, owned
 
@@ -256,10 +257,12 @@ def _replace(s: n.Stmt, old: n.Stmt, new: n.Stmt) -> n.Stmt:
 
 
 def _is_index_condition(cond: n.Expr) -> bool:
-    """A conjunction of integer comparisons that reads no memory."""
+    """A conjunction of comparisons of index arithmetic (signed integers of 32 bits or
+    more, which don't wrap: a comparison's slack, `b - a >= 0`, means `a <= b` only
+    there) that reads no memory."""
     if any(isinstance(e, (n.Load, n.Call)) for e in walk(cond)):
         return False
-    return all(isinstance(c, _COMPARISONS) and not c.a.type.is_float
+    return all(isinstance(c, _COMPARISONS) and no_overflow(c.a.type)
                for c in _conjuncts(cond))
 
 
