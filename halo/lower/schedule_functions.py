@@ -76,16 +76,39 @@ def _tiled_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     4, and the producer's loops can't be unrolled or vectorized, nor its tile kept in
     registers. So when producers are computed inside the stage, a second nest, taken when
     every such extent is at least its factor, recovers the variables unclamped (`t + i`:
-    every tile is whole), as Halide does; the clamped nest remains for small extents."""
+    every tile is whole), as Halide does; the clamped nest remains for small extents.
+
+    Region analysis outside the choice reads the clamped nest only (boxes.py), which is
+    sound while both nests touch the same points. A round_up split, in the stage or in a
+    Func computed inside it, computes past a region by an amount that depends on the
+    region's shape (whole tiles or the clamped one), so then there is one nest."""
     nest, short = _stage_loops(func, k, definition, sched, ctx)
-    if not short or not any(level.kind == "at" and (level.func, level.stage) == (func, k)
-                            for level in ctx.compute_levels.values()):
+    inside = _computed_inside(func, k, ctx)
+    if not short or not inside or any(_rounds_up(g, ctx) for g in [func, *inside]):
         return nest
     whole, _ = _stage_loops(func, k, definition, sched, ctx, whole_tiles=True)
     condition = short[0]
     for c in short[1:]:
         condition = n.And(condition, c)
     return n.IfThenElse(n.whole_tiles(condition), whole, nest)
+
+
+def _computed_inside(func: str, k: int, ctx: LowerContext) -> list[str]:
+    """The Funcs computed at a loop of stage k of `func`, and those computed inside them."""
+    inside = [g for g, level in ctx.compute_levels.items()
+              if level.kind == "at" and (level.func, level.stage) == (func, k)]
+    for g in list(inside):
+        for stage in range(len(ctx.env.funcs[g].definitions)):
+            inside += _computed_inside(g, stage, ctx)
+    return inside
+
+
+def _rounds_up(name: str, ctx: LowerContext) -> bool:
+    """Whether a stage of Func `name`, in any specialization, has a round_up split."""
+    return any(isinstance(t, Split) and t.tail == "round_up"
+               for stage in ctx.env.funcs[name].schedule.stages
+               for sched in (stage, *(spec.schedule for spec in stage.specializations))
+               for t in sched.transforms)
 
 
 def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule,
@@ -129,7 +152,7 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     # A later transformation defines the variables an earlier one's let reads, so the
     # earliest let is innermost. Each tail guard sits right inside the let it tests, so
     # the lets inside it (and bounds inference) see the guarded range.
-    for name, value, guard, *_ in lets:
+    for name, value, guard, _ in lets:
         if guard is not None:
             body = n.IfThenElse(guard, body)
         body = n.LetStmt(name, value, body)
@@ -159,14 +182,12 @@ def _known_values(condition: n.Expr) -> dict[str, n.Expr]:
 
 class _Let(NamedTuple):
     """A variable rebuilt from split or fused loops: its value, the tail guard that must
-    hold for the point to be computed, whether it may leave its range (a round_up split
-    computes past the end), and the range itself where the value doesn't promise it (a
-    whole tile's variable)."""
+    hold for the point to be computed, and whether it may leave its range (a round_up
+    split computes past the end)."""
     name: str
     value: n.Expr
     guard: n.Expr | None = None
     overflows: bool = False
-    range: tuple[n.Expr, n.Expr] | None = None
 
 
 def _drop_broken_promises(lets: list[_Let]) -> list[_Let]:
@@ -182,20 +203,17 @@ def _drop_broken_promises(lets: list[_Let]) -> list[_Let]:
         for k, let in enumerate(out):
             if let.name not in overflowing and var_names(let.value) & overflowing:
                 overflowing.add(let.name)
-                out[k] = let._replace(value=_clamped(let), overflows=True)
+                out[k] = let._replace(value=_clamped(let.value), overflows=True)
                 changed = True
     return out
 
 
-def _clamped(let: _Let) -> n.Expr:
-    """The let's value clamped into its range: promise_clamped(v, lo, hi) made real,
-    min(max(v, lo), hi)."""
-    match let.value:
+def _clamped(value: n.Expr) -> n.Expr:
+    """promise_clamped(v, lo, hi) made real: min(max(v, lo), hi)."""
+    match value:
         case n.Call(name="promise_clamped", args=(inner, lo, hi)):
             return n.Min(n.Max(inner, lo), hi)
-    if let.range is not None:
-        return n.Min(n.Max(let.value, let.range[0]), let.range[1])
-    return let.value
+    return value
 
 
 def _initial_dims(definition: Definition, sched: StageSchedule) -> list[str]:
@@ -225,8 +243,7 @@ def _apply_split(t: Split, ir_name, bounds, lets, k: int, short: list[n.Expr],
         if needs_guard:
             short.append(n.LE(factor, extent))
         if needs_guard and whole_tiles:
-            # In range for every whole tile, unless a round_up split of `i` overflows it
-            lets.append(_Let(old, n.Add(n.Add(lo, base), i), range=(lo, last)))
+            lets.append(_Let(old, n.Add(n.Add(lo, base), i)))
         else:
             lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, base), i), lo, last),
                              n.LE(lo, n.Var(old)) if needs_guard else None))

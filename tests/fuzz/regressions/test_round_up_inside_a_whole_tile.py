@@ -1,13 +1,13 @@
 """A round_up split inside a whole tile wrote past a producer's heap allocation. s7's
-`vectorize(y, 4)` is a shift_inwards split, so s7 gets a whole-tile nest (s4 is computed
+`vectorize(y, 4)` is a shift_inwards split, so s7 got a whole-tile nest (s4 is computed
 inside it), where `y` is rebuilt unclamped; then `y_vec` (extent 4) is split by 7 with
-round_up, which computes 3 rows past each tile: past the region for the last tile. In the
-clamped nest `y` is clamped back into range once an inner variable may overflow, but the
-whole tile's `y` had no range to clamp to, so s7 read, and s4 computed, rows past s4's
-storage (heap corruption, "free(): invalid next size"). The whole tile's variable now
-keeps its range for that clamp. Found by `python -m halo.fuzz --pairs 10000 --seed 4
---jobs 16` (program 4002049 schedule 4006147, a segfault). Run in a child process: the
-overrun corrupts the heap."""
+round_up, which computes 3 rows past each tile: past the region for the last tile. The
+clamped nest clamps `y` back into range, and region analysis reads only the clamped nest,
+so s7 read, and s4 computed, rows past s4's storage (heap corruption, "free(): invalid
+next size"). A stage with a round_up split in it, or in a Func computed inside it, now
+has no whole-tile nest (schedule_functions._tiled_loops). Found by `python -m halo.fuzz
+--pairs 10000 --seed 4 --jobs 16` (program 4002049 schedule 4006147, a segfault). Run in a
+child process: the overrun corrupts the heap."""
 import os
 import subprocess
 import sys
