@@ -87,6 +87,13 @@ def _floor_div_mod(b: ir.IRBuilder, t: Type, x: ir.Value,
                    y: ir.Value) -> tuple[ir.Value, ir.Value]:
     """The floor quotient and remainder of integers `x` and `y`; both are 0 when y == 0."""
     zero, one = ir.Constant(x.type, 0), ir.Constant(x.type, 1)
+    if _positive_constant(y):  # the common case, index arithmetic: no special divisors
+        if t.is_uint:
+            return b.udiv(x, y), b.urem(x, y)
+        quotient, remainder = b.sdiv(x, y), b.srem(x, y)
+        rounds_down = b.icmp_signed("<", remainder, zero)  # x < 0, not a multiple of y
+        return (b.sub(quotient, b.zext(rounds_down, x.type)),
+                b.add(remainder, b.select(rounds_down, y, zero)))
     divisor_is_zero = b.icmp_unsigned("==", y, zero)
     if t.is_uint:
         safe_y = b.select(divisor_is_zero, one, y)
@@ -107,6 +114,15 @@ def _floor_div_mod(b: ir.IRBuilder, t: Type, x: ir.Value,
     quotient = b.select(divisor_is_minus_one, b.neg(x), quotient)
     return (b.select(divisor_is_zero, zero, quotient),
             b.select(divisor_is_zero, zero, remainder))
+
+
+def _positive_constant(y: ir.Value) -> bool:
+    """Whether `y` is a constant integer, or a vector of them, all above zero."""
+    if not isinstance(y, ir.Constant):
+        return False
+    lanes = y.constant if isinstance(y.constant, list) else [y]
+    return all(isinstance(v, ir.Constant) and isinstance(v.constant, int) and v.constant > 0
+               for v in lanes)
 
 
 def minimum(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:

@@ -146,6 +146,7 @@ class _FunctionEmitter:
         self._builder = ir.IRBuilder(self._body_start)
         self._scalars: dict[str, _Binding] = {}
         self._buffers: dict[str, _Binding] = {}
+        self._extended: dict[int, tuple[ir.Block, ir.Value, ir.Value]] = {}  # _wide_index
         # Every other loop kind runs serially until its own emitter joins this table:
         # nodes.py promises that the kind never changes the result, only the speed.
         self._loop_emitters = {kind: self._serial_loop for kind in n.ForKind}
@@ -542,7 +543,16 @@ class _FunctionEmitter:
             return operator(self._builder, int64, self._wide_index(e.a), self._wide_index(e.b))
         if isinstance(e, n.Const):
             return ir.Constant(value_type(int64), int(e.value))
-        return arithmetic.cast(self._builder, e.type, int64, self._expr(e))
+        value = self._expr(e)
+        if not isinstance(e, n.Var):
+            return arithmetic.cast(self._builder, e.type, int64, value)
+        # A variable is read by many indices of a block: extend it once there.
+        block = self._builder.block
+        cached = self._extended.get(id(value))  # (block, value: keeps the id unique, sext)
+        if cached is None or cached[0] is not block or cached[1] is not value:
+            cached = self._extended[id(value)] = (block, value, self._builder.sext(
+                value, value_type(int64)))
+        return cached[2]
 
     def _buffer(self, name: str) -> _Binding:
         buffer = self._buffers.get(name)

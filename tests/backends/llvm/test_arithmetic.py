@@ -115,6 +115,17 @@ def test_floor_division_and_modulo_examples(elementwise):
     np.testing.assert_array_equal(elementwise(Mod, a, b), [1, 1, -1, -1, 0, 0, 0, 0, 0])
 
 
+@pytest.mark.parametrize("divisor", [1, 3, 8, 100])
+@pytest.mark.parametrize("t", INTEGER_TYPES, ids=str)
+def test_floor_division_and_modulo_by_a_positive_constant(elementwise, t, divisor):
+    """A positive constant divisor (index arithmetic's) takes a shorter path; it still
+    rounds negative operands down, as NumPy's // and % do, on every type's edge values."""
+    a, _ = integer_operands(t)
+    d = const(divisor, t)
+    np.testing.assert_array_equal(elementwise(lambda x: Div(x, d), a), a // a.dtype.type(divisor))
+    np.testing.assert_array_equal(elementwise(lambda x: Mod(x, d), a), a % a.dtype.type(divisor))
+
+
 def test_division_by_a_zero_constant(elementwise):
     """Dividing by a constant 0 gives 0 even when LLVM folds the divisor in."""
     a = np.array([-5, 0, 9], dtype=np.int16)

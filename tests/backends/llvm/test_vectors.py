@@ -243,6 +243,17 @@ def test_floor_division_of_negatives_and_by_zero(t):
     np.testing.assert_array_equal(remainder[:12], [1, -1, -1, 0, 2, 0, 0, 0, 0, 0, 0, -2])
 
 
+@pytest.mark.parametrize("t", [int8, uint8, int32], ids=str)
+def test_floor_division_of_vectors_by_a_positive_constant(t):
+    """By a constant vector of one positive divisor (index arithmetic's shorter path),
+    negative lanes still round down."""
+    values = [-9, -8, -7, -1, 0, 1, 7, 8, 9, int(t.min_value()), int(t.max_value())]
+    a = padded(np.array(values).astype(t.numpy))  # negatives wrap in uint8
+    three = Broadcast(const(3, t), LANES)
+    np.testing.assert_array_equal(run_vectorized(lambda x: Div(x, three), a), a // a.dtype.type(3))
+    np.testing.assert_array_equal(run_vectorized(lambda x: Mod(x, three), a), a % a.dtype.type(3))
+
+
 def test_not_on_integer_vectors_is_bitwise():
     """Not on an integer vector complements every bit of every lane."""
     a = np.arange(-8, 8, dtype=np.int32)
