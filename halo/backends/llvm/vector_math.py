@@ -45,6 +45,8 @@ def vector_call(b: ir.IRBuilder, name: str, t: Type, args: list[ir.Value]) -> ir
         if pieces & (pieces - 1):  # put back together pairwise: a power of two
             continue
         symbol = _symbol(isa, width, name, t.bits)
+        if not _has(symbol):  # e.g. tanh, new in glibc 2.35
+            continue
         piece_type = ir.VectorType(args[0].type.element, width)
         function = b.module.globals.get(symbol) or ir.Function(
             b.module, ir.FunctionType(piece_type, [piece_type] * len(args)), symbol)
@@ -64,6 +66,11 @@ def link_for(llvm_ir: str) -> None:
 
 def _symbol(isa: str, lanes: int, name: str, bits: int) -> str:
     return f"{_PREFIX}{isa}N{lanes}{'v' * _FUNCTIONS[name]}_{name}{'f' if bits == 32 else ''}"
+
+
+@cache
+def _has(symbol: str) -> bool:
+    return llvm.address_of_symbol(symbol) is not None
 
 
 @cache
