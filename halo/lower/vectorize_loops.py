@@ -7,11 +7,18 @@ vectors (scalars they combine with are broadcast), loads and stores at vector in
 read and write one element per lane (dense when the index is a ramp of stride 1, which
 the backend turns into one vector load or store), and a guard that depends on the lane
 becomes a predicate on the stores it protects and on the loads feeding them, so tail
-lanes neither read nor write. A body holding loops, allocations or stores that don't
-depend on the loop stays a serial loop, which means the same thing.
+lanes neither read nor write. A loop inside, whose range is the same for every lane, runs
+once with its body widened, as in Halide (a reduction over r, vectorized over x):
 
     for x in vectorized(4):            f[ramp(x0, 1, 4)] = g[ramp(x0 + 1, 1, 4)] * 2.0
       f[x0 + x] = g[x0 + x + 1] * 2.0
+
+    for x in vectorized(4):            for r in range(n):
+      for r in range(n):          ->     f[ramp(x0, 1, 4)] = f[ramp(x0, 1, 4)] + g[...]
+        f[x0 + x] = f[x0 + x] + g[...]
+
+A body holding allocations, stores that don't depend on the loop, or a loop whose range
+depends on the lane stays a serial loop, which means the same thing.
 """
 from __future__ import annotations
 
@@ -170,6 +177,14 @@ class _Widen:
                 return out
             case n.Evaluate(value=v):
                 return n.Evaluate(self.expr(v, mask))
+            case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
+                # The inner loop runs once for all lanes, its body widened. Lanes are
+                # independent iterations (what vectorize requires), so running each inner
+                # iteration for every lane before the next one means the same thing.
+                lo, extent = self.expr(lo, mask), self.expr(extent, mask)
+                if _lanes(lo) != 1 or _lanes(extent) != 1:
+                    raise _CannotVectorize("loop whose range depends on the lane")
+                return n.For(name, lo, extent, kind, self.stmt(body, mask))
         raise _CannotVectorize(type(s).__name__)
 
 

@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 import halo
+from halo.ir import nodes
+from halo.ir.visitor import walk
 
 from .conftest import assert_matches_reference
 
@@ -65,6 +67,27 @@ def test_sums_over_an_independent_dimension(schedule):
         schedule(g, r)
         a = np.random.default_rng(2).random(shape, dtype=np.float32)
         assert_matches_reference(g, (shape[1],), {inp: a}, a.sum(axis=0), rtol=1e-5)
+
+
+def test_vectorized_loop_around_the_reduction_loop():
+    """C[i, j] += A[i, k] * B[k, j] with the vectorized j loop outside the k loop: k runs
+    once with its body on vectors of j (the reduction loop inside is widened), on sizes
+    that leave guarded tails."""
+    i, j, jo, ji = halo.vars("i j jo ji")
+    for n_i, n_j, n_k in [(1, 1, 1), (3, 7, 5), (5, 13, 2), (2, 16, 3)]:
+        a_in = halo.ImageParam(halo.float32, 2, "A")
+        b_in = halo.ImageParam(halo.float32, 2, "B")
+        k = halo.RDom((0, a_in.shape[1]), name="k")
+        c = halo.Func("C")
+        c[i, j] = 0.0
+        c[i, j] += a_in[i, k] * b_in[k, j]
+        c.update(0).split(j, jo, ji, 4).reorder(i, jo, ji, k.x).vectorize(ji)
+        rng = np.random.default_rng(n_i * 100 + n_j)
+        a = rng.random((n_i, n_k), dtype=np.float32)
+        b = rng.random((n_k, n_j), dtype=np.float32)
+        assert_matches_reference(c, (n_i, n_j), {a_in: a, b_in: b}, a @ b, rtol=1e-5)
+        stmt = c.lower().stmt
+        assert not any(isinstance(s, nodes.For) and s.name.endswith(".ji") for s in walk(stmt))
 
 
 def histogram(dtype=halo.int32):

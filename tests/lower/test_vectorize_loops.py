@@ -60,9 +60,9 @@ def test_tail_guard_becomes_a_mask_on_stores_and_loads():
     assert not nodes_of(stmt, n.IfThenElse)
 
 
-def test_loop_inside_a_vectorized_loop_stays_serial():
-    """A reduction loop inside the vectorized loop has no vector form here, so the
-    vectorized loop becomes a serial one (same meaning)."""
+def test_loop_inside_a_vectorized_loop_runs_once_with_its_body_widened():
+    """A reduction loop inside the vectorized loop (same range for every lane) runs once,
+    its body on vectors: f[ramp] accumulates a vector per iteration of r, as in Halide."""
     inp = halo.ImageParam(halo.float32, 2, "inp")
     r = halo.RDom((0, 4), name="r")
     f = halo.Func("f")
@@ -72,8 +72,8 @@ def test_loop_inside_a_vectorized_loop_stays_serial():
     f.bound(x, 0, 8).update(0).vectorize(x)
     stmt = vectorized(f)
     kinds = {lp.name: lp.kind for lp in nodes_of(stmt, n.For)}
-    assert kinds["f.s1.x"] is ForKind.SERIAL
-    assert not nodes_of(stmt, n.Ramp)
+    assert "f.s1.x" not in kinds and kinds["f.s1.r.x"] is ForKind.SERIAL
+    assert nodes_of(stmt, n.Store, "f")[-1].value.type.lanes == 8
 
 
 def test_vectorized_code_runs_as_simd():
