@@ -7,10 +7,22 @@ from collections.abc import Callable
 
 import numpy as np
 
+WARM_S = 0.05
+
+
+def warm_up(fn: Callable[[], object], seconds: float = WARM_S) -> None:
+    """Call `fn` for `seconds` (at least once): right after an idle spell, a 2 ms kernel
+    ran 3x slower in half its calls while the cores woke up; after 20 ms of work every
+    call ran at full speed."""
+    start = time.perf_counter()
+    fn()
+    while time.perf_counter() - start < seconds:
+        fn()
+
 
 def median_time(fn: Callable[[], object], repeats: int = 5) -> float:
-    """Median seconds of `repeats` calls of `fn`, after one warm-up call."""
-    fn()
+    """Median seconds of `repeats` calls of `fn`, after `warm_up`."""
+    warm_up(fn)
     times = []
     for _ in range(repeats):
         start = time.perf_counter()

@@ -26,16 +26,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import halo
+from apps.timing import warm_up
 from benchmarks.cases import Case
 
 # Before each timed call, a pause long enough for the previous variant's worker threads
 # to stop spinning and sleep: OpenBLAS's busy-wait for work for about 0.1 s after a call,
 # which on a 2-core machine took the cores from whatever ran next (3x slower).
 IDLE_S = 0.25
-# Then the variant runs untimed for this long (at least once): right after the pause,
-# a 2 ms kernel ran 3x slower in half the calls, as the idle cores woke up; after
-# 20 ms of work every call ran at full speed.
-WARM_S = 0.05
+# Then the variant runs untimed for 50 ms (apps.timing.warm_up), waking the cores up.
 
 # Variants in the order tables and charts show them.
 HALO, HALIDE, HALIDE_AUTO, NUMPY = "halo", "halide", "halide_auto", "numpy"
@@ -131,18 +129,11 @@ def measure(case: Case, threads: int, repeats: int, halide_twins=None,
     for _ in range(repeats):
         for name, b in built.items():
             time.sleep(IDLE_S)
-            _warm_up(b.run)
+            warm_up(b.run)
             start = time.perf_counter()
             b.run()
             result.variants[name].times_s.append(time.perf_counter() - start)
     return result
-
-
-def _warm_up(run: Callable[[], object]) -> None:
-    start = time.perf_counter()
-    run()
-    while time.perf_counter() - start < WARM_S:
-        run()
 
 
 def _halo(case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
