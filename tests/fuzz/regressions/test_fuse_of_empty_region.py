@@ -5,21 +5,11 @@ the window has passed the end), and the fused, parallel loop wrote one row past 
 stack allocation (found by `python -m halo.fuzz --pairs 10000 --seed 1 --jobs 16`,
 program 1003091 schedule 1009275, as a segfault with 16 threads). The script runs in a
 child process with 16 threads, where the overrun crashed it every time."""
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 
 import halo
-
-SCRIPT = textwrap.dedent('''
-    from tests.fuzz.regressions.test_fuse_of_empty_region import _run
-    for _ in range(4):
-        _run()
-    print("survived")
-''')
+from tests.fuzz.regressions.child_process import assert_survives_in_a_child
 
 
 def _run():
@@ -54,8 +44,5 @@ def _run():
 
 def test_fused_loop_over_an_empty_region_runs_no_iterations():
     _run()  # matches the reference
-    env = {**os.environ, "HALO_NUM_THREADS": "16", "HALO_CACHE_DIR": "off",
-           "PYTHONPATH": os.getcwd()}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0 and "survived" in done.stdout, done.stderr[-2000:]
+    assert_survives_in_a_child("test_fuse_of_empty_region", repeats=4,
+                               HALO_NUM_THREADS="16")

@@ -9,19 +9,11 @@ free or corruption"). A stage with a round_up split in it, or in a Func computed
 now has no whole-tile nest. Found by `python -m halo.fuzz --pairs 10000 --seed 5 --jobs
 16` (program 5000391 schedule 5001175). Run in a child process: the overrun corrupts the
 heap."""
-import os
-import subprocess
-import sys
 
 import numpy as np
 
 import halo
-
-SCRIPT = """
-from tests.fuzz.regressions.test_round_up_in_a_producer_inside_a_whole_tile import _run
-_run()
-print("survived")
-"""
+from tests.fuzz.regressions.child_process import assert_survives_in_a_child
 
 
 def _run():
@@ -59,7 +51,4 @@ def _run():
 
 
 def test_round_up_in_a_producer_inside_a_whole_tile_stays_in_storage():
-    env = {**os.environ, "HALO_CACHE_DIR": "off", "PYTHONPATH": os.getcwd()}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0 and "survived" in done.stdout, done.stderr[-2000:]
+    assert_survives_in_a_child("test_round_up_in_a_producer_inside_a_whole_tile")

@@ -3,25 +3,11 @@ its allocation: the tail iterations compute a region whose end the consumer's pr
 range doesn't bound (found by `python -m halo.fuzz --pairs 1500 --seed 11`, program
 11000317 schedule 11000951, as heap corruption). The script runs in a child process with
 glibc's heap checks on, so an overrun aborts it."""
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 
 import halo
-
-SCRIPT = textwrap.dedent('''
-    import numpy as np
-    import halo
-    from tests.fuzz.regressions.test_round_up_in_guarded_tail import _run
-    for _ in range(6):
-        _run()
-    import gc
-    gc.collect()
-    print("survived")
-''')
+from tests.fuzz.regressions.child_process import assert_survives_in_a_child
 
 
 def _run():
@@ -61,12 +47,6 @@ def _run():
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=0.091158625)
 
 
-
-
 def test_round_up_producer_in_a_guarded_tail_stays_inside_its_allocation():
     _run()  # matches the reference
-    env = {**os.environ, "MALLOC_CHECK_": "3", "HALO_CACHE_DIR": "off",
-           "PYTHONPATH": os.getcwd()}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0 and "survived" in done.stdout, done.stderr[-2000:]
+    assert_survives_in_a_child("test_round_up_in_guarded_tail", repeats=6)

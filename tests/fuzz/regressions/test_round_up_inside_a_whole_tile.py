@@ -8,19 +8,11 @@ next size"). A stage with a round_up split in it, or in a Func computed inside i
 has no whole-tile nest (schedule_functions._tiled_loops). Found by `python -m halo.fuzz
 --pairs 10000 --seed 4 --jobs 16` (program 4002049 schedule 4006147, a segfault). Run in a
 child process: the overrun corrupts the heap."""
-import os
-import subprocess
-import sys
 
 import numpy as np
 
 import halo
-
-SCRIPT = """
-from tests.fuzz.regressions.test_round_up_inside_a_whole_tile import _run
-_run()
-print("survived")
-"""
+from tests.fuzz.regressions.child_process import assert_survives_in_a_child
 
 
 def _run():
@@ -64,7 +56,4 @@ def _run():
 
 
 def test_round_up_inside_a_whole_tile_stays_in_the_producer():
-    env = {**os.environ, "HALO_CACHE_DIR": "off", "PYTHONPATH": os.getcwd()}
-    done = subprocess.run([sys.executable, "-c", SCRIPT], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0 and "survived" in done.stdout, done.stderr[-2000:]
+    assert_survives_in_a_child("test_round_up_inside_a_whole_tile")
