@@ -30,12 +30,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, reduce
 
-from halo.analysis.interval import Interval, IntervalAnalysis
+from halo.analysis.interval import Interval, IntervalAnalysis, depends_on_scope
 from halo.analysis.simplify import Simplifier
 from halo.analysis.simplify.structure import StructureIds
 from halo.errors import InternalError
 from halo.ir import nodes as n
-from halo.ir.substitute import free_vars
 from halo.ir.visitor import IRVisitor, child_nodes
 
 Box = tuple[Interval, ...]
@@ -216,12 +215,15 @@ class _BoxFinder(IRVisitor):
                      if (self.accesses[i].calls if is_call else self.accesses[i].provides)]
         if not recording:
             return
-        intervals = [self._bounds(arg) for arg in args]
+        box = [self._bounds(arg) for arg in args]
         for i in recording:
-            for (lo, hi), interval in zip(self._extremes(i, len(args)), intervals,
-                                          strict=True):
-                lo.add(interval.min)
-                hi.add(interval.max)
+            self._take(i, box)
+
+    def _take(self, i: int, box: Sequence[Interval]) -> None:
+        """Widen access i's box to contain `box`."""
+        for (lo, hi), interval in zip(self._extremes(i, len(box)), box, strict=True):
+            lo.add(interval.min)
+            hi.add(interval.max)
 
     def _extremes(self, i: int, dimensions: int) -> list[tuple[_Extreme, _Extreme]]:
         extremes = self.extremes[i]
@@ -290,7 +292,7 @@ class _BoxFinder(IRVisitor):
             self.visit(s.else_case)
             return
         self.visit(s.condition)
-        if s.else_case is not None and not free_vars(s.condition) & set(self.scope):
+        if s.else_case is not None and not depends_on_scope(s.condition, self.scope):
             self._visit_choice(s)
             return
         self._visit_in(self._tightened(s.condition, True), s.then_case)
@@ -308,25 +310,13 @@ class _BoxFinder(IRVisitor):
             finder.visit(case)
             branches.append(finder.boxes())
         for i, (then_box, else_box) in enumerate(zip(*branches, strict=True)):
-            if then_box is None or else_box is None:
+            if then_box is None or else_box is None:  # one branch touches nothing
                 box = then_box or else_box
-                chosen = None if box is None else [(d.min, d.max) for d in box]
             else:
-                chosen = [(self._select(s.condition, t.min, e.min),
-                           self._select(s.condition, t.max, e.max))
-                          for t, e in zip(then_box, else_box, strict=True)]
-            if chosen is None:
-                continue
-            for (lo, hi), (low, high) in zip(self._extremes(i, len(chosen)), chosen,
-                                             strict=True):
-                lo.add(low)
-                hi.add(high)
-
-    def _select(self, cond: n.Expr, a: n.Expr | None, b: n.Expr | None) -> n.Expr | None:
-        """`select(cond, a, b)`, where None (unbounded) on either side stays None."""
-        if a is None or b is None:
-            return None
-        return self.simplifier.expr(n.Select(cond, a, b))
+                box = tuple(self.intervals.select(s.condition, t, e)
+                            for t, e in zip(then_box, else_box, strict=True))
+            if box is not None:
+                self._take(i, box)
 
     # --------------------------------------------------------------- conditions as bounds
 

@@ -101,6 +101,11 @@ def _const_value(e: n.Expr | None) -> int | float | None:
     return e.value if isinstance(e, n.Const) else None
 
 
+def depends_on_scope(e: n.Expr, scope: Mapping[str, Interval]) -> bool:
+    """Whether `e` reads a variable that `scope` bounds (one that varies in the walk)."""
+    return any(v in scope for v in free_vars(e))
+
+
 class IntervalAnalysis:
     """`bounds_of_expr` with one simplifier shared across calls (boxes.py makes many)."""
 
@@ -232,13 +237,18 @@ class IntervalAnalysis:
         if isinstance(cond, n.Const):
             return self._of(e.true_value if cond.value else e.false_value, scope)
         a, b = self._of(e.true_value, scope), self._of(e.false_value, scope)
-        if cond.type.lanes == 1 and not any(v in scope for v in free_vars(cond)):
-            # One branch for the whole scope (a specialization): the bounds of the one
-            # taken, rather than a union that lets the other widen them.
-            def choose(x: n.Expr | None, y: n.Expr | None) -> n.Expr | None:
-                return None if x is None or y is None else n.Select(cond, x, y)
-            return self._simplified(choose(a.min, b.min), choose(a.max, b.max))
+        if cond.type.lanes == 1 and not depends_on_scope(cond, scope):
+            return self.select(cond, a, b)
         return self.union(a, b)
+
+    def select(self, cond: n.Expr, a: Interval, b: Interval) -> Interval:
+        """The bounds of a value that is in `a` where `cond` holds and in `b` elsewhere,
+        for a `cond` that is one value throughout the scope (a specialization's: see
+        `depends_on_scope`): the bounds of the branch taken, rather than a union that
+        lets the other widen them. An unbounded side stays unbounded."""
+        def choose(x: n.Expr | None, y: n.Expr | None) -> n.Expr | None:
+            return None if x is None or y is None else n.Select(cond, x, y)
+        return self._simplified(choose(a.min, b.min), choose(a.max, b.max))
 
     def _mul(self, e: n.Expr, a: Interval, b: Interval) -> Interval:
         if b.is_point and isinstance(b.min, n.Const):
