@@ -252,7 +252,7 @@ def _round_up_slack(f) -> dict[int, int]:
     dims = {v.name: {i} for i, v in enumerate(f.args)}
     factors: dict[int, int] = {}
     pure = f.schedule.stages[0]
-    for sched in (pure, *(spec.schedule for spec in pure.specializations)):
+    for sched in pure.variants():
         origin = dict(dims)
         for t in sched.transforms:
             if isinstance(t, Split) and t.old in origin:

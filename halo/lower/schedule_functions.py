@@ -107,8 +107,7 @@ def _rounds_up(name: str, ctx: LowerContext) -> bool:
     """Whether a stage of Func `name`, in any specialization, has a round_up split."""
     return any(isinstance(t, Split) and t.tail == "round_up"
                for stage in ctx.env.funcs[name].schedule.stages
-               for sched in (stage, *(spec.schedule for spec in stage.specializations))
-               for t in sched.transforms)
+               for sched in stage.variants() for t in sched.transforms)
 
 
 def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule,

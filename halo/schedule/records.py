@@ -66,6 +66,10 @@ class StageSchedule:
     def dim_names(self) -> list[str]:
         return [d.name for d in self.dims]
 
+    def variants(self) -> list[StageSchedule]:
+        """This schedule and those of its specializations: every nest the stage may run."""
+        return [self, *(spec.schedule for spec in self.specializations)]
+
     def find(self, name: str) -> Dim | None:
         return next((d for d in self.dims if d.name == name), None)
 
