@@ -83,5 +83,5 @@ def _available() -> bool:
             llvm.load_library_permanently(path)
         except RuntimeError:
             continue
-        return llvm.address_of_symbol(_symbol("b", 4, "exp", 32)) is not None
+        return _has(_symbol("b", 4, "exp", 32))
     return False

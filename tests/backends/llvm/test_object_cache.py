@@ -157,7 +157,7 @@ print(json.dumps({"ok": ok, **object_cache.stats}))
 
 
 def test_vector_math_from_disk_links_libmvec(tmp_path):
-    """softmax calls libmvec's 8-lane exp: a second process, which loads the code from
+    """softmax calls libmvec's vector exp: a second process, which loads the code from
     disk without compiling any, must link it to libmvec (it jumped to address 0)."""
     env = {**os.environ, "HALO_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
     runs = [subprocess.run([sys.executable, "-c", SOFTMAX_CHILD], env=env, cwd=ROOT,
