@@ -14,6 +14,7 @@ unique. Loop bounds of pure dimensions refer to `f.s{k}.{v}.min` / `.max`, which
 """
 from __future__ import annotations
 
+from functools import reduce
 from typing import NamedTuple
 
 from halo.errors import ScheduleError
@@ -87,10 +88,7 @@ def _tiled_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     if not short or not inside or any(_rounds_up(g, ctx) for g in [func, *inside]):
         return nest
     whole, _ = _stage_loops(func, k, definition, sched, ctx, whole_tiles=True)
-    condition = short[0]
-    for c in short[1:]:
-        condition = n.And(condition, c)
-    return n.IfThenElse(n.whole_tiles(condition), whole, nest)
+    return n.IfThenElse(n.whole_tiles(reduce(n.And, short)), whole, nest)
 
 
 def _computed_inside(func: str, k: int, ctx: LowerContext) -> list[str]:
