@@ -29,7 +29,7 @@ def measure_in_this_process(app: str, threads: int) -> dict[str, float | int]:
     """Lower and compile `app` with its hand schedule; seconds per phase, cache counts."""
     import halo
     from halo.backends.llvm import object_cache
-    from halo.pipeline import Kernel
+    from halo.runtime import Kernel
     module = importlib.import_module(f"apps.{app}")
     *_, output, funcs = module.algorithm()
     module.schedule(funcs)

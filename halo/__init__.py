@@ -3,7 +3,7 @@
 Write what to compute with Funcs over Vars, optionally say how with a schedule, and run
 it as native code. See README.md and docs/.
 """
-from halo.backends.interp import reference
+from halo.driver import Pipeline
 from halo.errors import (
                          BoundsError,
                          DefinitionError,
@@ -60,11 +60,11 @@ from halo.lang import (
                          tanh,
                          vars,
 )
-from halo.pipeline import Pipeline, Target
+from halo.reference import reference
 from halo.schedule.intrinsic import Intrinsic
 from halo.schedule.serialize import schedule_source
-
-__version__ = "0.1.0"
+from halo.target import Target
+from halo.version import __version__
 
 __all__ = [
     "BoundsError", "DefinitionError", "HaloError", "InputError", "InternalError",
@@ -73,5 +73,5 @@ __all__ = [
     "ImageParam", "Param", "RDom", "RVar", "Stage", "Var", "abs", "boundary", "cast", "ceil",
     "clamp", "cos", "exp", "floor", "log", "max", "maximum", "min", "minimum", "pow",
     "product", "round", "select", "sin", "sqrt", "sum", "tanh", "vars", "Pipeline", "Target",
-    "reference", "schedule_source", "Intrinsic",
+    "reference", "schedule_source", "Intrinsic", "__version__",
 ]

@@ -308,20 +308,20 @@ class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
     # ------------------------------------------------------------ running (delegates)
 
     def realize(self, shape=None, inputs=None, target="host", out=None, origin=None):
-        from halo.pipeline import Pipeline
+        from halo.driver import Pipeline
         return Pipeline([self]).realize(shape, inputs=inputs, target=target, out=out,
                                         origin=origin)
 
     def compile(self, target="host"):
-        from halo.pipeline import Pipeline
+        from halo.driver import Pipeline
         return Pipeline([self]).compile(target)
 
     def lower(self, target="host"):
-        from halo.pipeline import Pipeline
+        from halo.driver import Pipeline
         return Pipeline([self]).lower(target)
 
     def print_loop_nest(self, target="host") -> None:
-        from halo.pipeline import Pipeline
+        from halo.driver import Pipeline
         Pipeline([self]).print_loop_nest(target)
 
 

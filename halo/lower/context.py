@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from halo.analysis.simplify import Simplifier
 from halo.lang.environment import Environment
 from halo.schedule.records import LoopLevel
+from halo.target import Target
 
 if TYPE_CHECKING:  # the passes that define these import this module
     from halo.lower.bounds_inference import RegionCheck
@@ -16,9 +17,7 @@ if TYPE_CHECKING:  # the passes that define these import this module
 @dataclass
 class LowerContext:
     env: Environment
-    target: str = "host"
-    # An instrumented build that counts the stores to each Func (see count_stores).
-    count_stores: bool = False
+    target: Target = field(default_factory=Target)
     # Where each Func that is not inlined is computed and stored (outputs: root).
     compute_levels: dict[str, LoopLevel] = field(default_factory=dict)
     store_levels: dict[str, LoopLevel] = field(default_factory=dict)

@@ -8,9 +8,9 @@ computes each row once. Parallel and vectorized loops run serially in this build
 meaning of a loop doesn't depend on its kind, see `halo.ir.nodes`), so the counts are
 exact: one per point stored, lanes included.
 
-Input: flat Stores (after storage flattening), loops of any kind. Output, when
-`ctx.count_stores`: each Store to a Func followed by the counter increment, and every
-loop serial; otherwise the Stmt unchanged.
+Input: flat Stores (after storage flattening), loops of any kind. Output: each Store to a
+Func followed by the counter increment, and every loop serial. `passes(target)` runs it
+only for a `count_stores` target.
 """
 from __future__ import annotations
 
@@ -30,8 +30,6 @@ def store_count_names(ctx: LowerContext) -> list[str]:
 
 
 def count_stores(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
-    if not ctx.count_stores:
-        return stmt
     slots = {name: k for k, name in enumerate(store_count_names(ctx))}
     return _Count(slots).mutate(stmt)
 

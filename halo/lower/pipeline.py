@@ -1,13 +1,20 @@
 """The lowering pipeline: the one place that lists the passes, in order.
 
+`passes(target)` is the list for one target, a literal list with the reason for each
+ordering constraint beside it; a line that applies only to some targets says so (as
+Halide's Lower.cpp does). `lower(env, target)` runs them; `stop_after=name` stops after
+the first pass of that name (tests look at the IR a pass leaves).
+
 `HALO_DEBUG=2` prints the IR after every pass; `HALO_DUMP_IR=dir` writes `NN_pass.txt`.
 """
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import stmt_to_str
 from halo.lang.environment import Environment
@@ -22,43 +29,54 @@ from halo.lower.storage_flattening import storage_flattening
 from halo.lower.storage_folding import storage_folding
 from halo.lower.unroll_loops import unroll_loops
 from halo.lower.vectorize_loops import vectorize_loops
+from halo.target import Target
+
+Pass = Callable[[n.Stmt | None, LowerContext], n.Stmt | None]
 
 
 def _simplify(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     return ctx.simplifier.mutate(stmt)
 
 
-PASSES = [
-    # Loops from schedule records; needs ctx.compute_levels (decide_realizations).
-    ("schedule_functions", schedule_functions),
-    # Defines the loop-bound names schedule_functions left open; must see Realize and
-    # ProducerConsumer nodes, so it runs before flattening.
-    ("bounds_inference", bounds_inference),
-    # Needs the compute-level region lets of bounds inference, and runs after storage
-    # sizes are fixed: it only shrinks what is computed, inside the allocation.
-    ("sliding_window", sliding_window),
-    # Folds only the windows sliding_window recorded, and must rewrite Realize bounds and
-    # coordinates before flattening turns them into flat indices.
-    ("storage_folding", storage_folding),
-    ("simplify", _simplify),
-    # Needs bounds-inference lets for the allocation sizes.
-    ("storage_flattening", storage_flattening),
-    # Counts flat Stores, and serializes loops before unrolling and vectorization see
-    # them; after every pass that decides what is computed (sliding_window).
-    ("count_stores", count_stores),
-    # After flattening: allocation sizes are fixed, so copying a loop with simpler
-    # guards can't change them. Before unrolling and vectorization, so a guard is hoisted
-    # once per loop rather than once per unrolled copy, and vector code is unmasked.
-    ("partition_loops", partition_loops),
-    # After simplification so extents are constants; before the final simplify so the
-    # copies fold.
-    ("unroll_loops", unroll_loops),
-    ("simplify", _simplify),
-    # Needs constant loop extents and flat indices (ramps of stride 1 are dense accesses).
-    ("vectorize_loops", vectorize_loops),
-    # Folds the strides the vectorizer builds (1 * 2 -> 2), so dense ones are literal 1s.
-    ("simplify", _simplify),
-]
+def passes(target: Target) -> list[tuple[str, Pass]]:
+    """The passes that lower a pipeline for `target`, in order."""
+    return [
+        # Decides where each Func is computed and stored (ctx.compute_levels), before any
+        # loop exists; it builds no IR.
+        ("decide_realizations", decide_realizations),
+        # Loops from schedule records; needs ctx.compute_levels.
+        ("schedule_functions", schedule_functions),
+        # Defines the loop-bound names schedule_functions left open; must see Realize and
+        # ProducerConsumer nodes, so it runs before flattening.
+        ("bounds_inference", bounds_inference),
+        # Needs the compute-level region lets of bounds inference, and runs after storage
+        # sizes are fixed: it only shrinks what is computed, inside the allocation.
+        ("sliding_window", sliding_window),
+        # Folds only the windows sliding_window recorded, and must rewrite Realize bounds
+        # and coordinates before flattening turns them into flat indices.
+        ("storage_folding", storage_folding),
+        ("simplify", _simplify),
+        # Needs bounds-inference lets for the allocation sizes.
+        ("storage_flattening", storage_flattening),
+        # Only for Target(count_stores=True). Counts flat Stores, and serializes loops
+        # before unrolling and vectorization see them; after every pass that decides what
+        # is computed (sliding_window).
+        *([("count_stores", count_stores)] if target.count_stores else []),
+        # After flattening: allocation sizes are fixed, so copying a loop with simpler
+        # guards can't change them. Before unrolling and vectorization, so a guard is
+        # hoisted once per loop rather than once per unrolled copy, and vector code is
+        # unmasked.
+        ("partition_loops", partition_loops),
+        # After simplification so extents are constants; before the final simplify so the
+        # copies fold.
+        ("unroll_loops", unroll_loops),
+        ("simplify", _simplify),
+        # Needs constant loop extents and flat indices (ramps of stride 1 are dense
+        # accesses).
+        ("vectorize_loops", vectorize_loops),
+        # Folds the strides the vectorizer builds (1 * 2 -> 2), so dense ones are literal 1s.
+        ("simplify", _simplify),
+    ]
 
 
 @dataclass
@@ -69,22 +87,35 @@ class Lowered:
     checks: list[RegionCheck]
     # With count_stores: the Funcs whose stores the counts buffer counts, slot by slot.
     counted: list[str] = field(default_factory=list)
+    # The context the passes shared (for tests and tools that look inside).
+    ctx: LowerContext | None = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         return stmt_to_str(self.stmt)
 
 
-def lower(env: Environment, target: str = "host", count_stores: bool = False) -> Lowered:
-    ctx = LowerContext(env, target, count_stores=count_stores)
-    decide_realizations(ctx)
+def lower(env: Environment, target: Target, stop_after: str | None = None,
+          skip: Collection[str] = ()) -> Lowered:
+    """Run `passes(target)` over the pipeline `env`, up to and including the first pass
+    named `stop_after` (all of them by default), leaving out those named in `skip`."""
+    pipeline = passes(target)
+    names = [name for name, _ in pipeline]
+    for name in [stop_after, *skip]:
+        if name is not None and name not in names:
+            raise InternalError(f"no lowering pass named {name!r}; the passes are {names}")
+    ctx = LowerContext(env, target)
     debug = int(os.environ.get("HALO_DEBUG", "0") or 0)
     dump = os.environ.get("HALO_DUMP_IR")
     stmt: n.Stmt | None = None
-    for i, (name, run) in enumerate(PASSES):
-        stmt = run(stmt, ctx)
-        if debug >= 2:
-            print(f"--- after {name} ---\n{stmt_to_str(stmt)}")
-        if dump:
-            Path(dump).mkdir(parents=True, exist_ok=True)
-            Path(dump, f"{i:02d}_{name}.txt").write_text(stmt_to_str(stmt))
-    return Lowered(stmt, env, ctx.checks, store_count_names(ctx) if count_stores else [])
+    for i, (name, run) in enumerate(pipeline):
+        if name not in skip:
+            stmt = run(stmt, ctx)
+            if debug >= 2 and stmt is not None:
+                print(f"--- after {name} ---\n{stmt_to_str(stmt)}")
+            if dump and stmt is not None:
+                Path(dump).mkdir(parents=True, exist_ok=True)
+                Path(dump, f"{i:02d}_{name}.txt").write_text(stmt_to_str(stmt))
+        if name == stop_after:
+            break
+    counted = store_count_names(ctx) if target.count_stores else []
+    return Lowered(stmt, env, ctx.checks, counted, ctx)

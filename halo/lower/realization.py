@@ -13,12 +13,14 @@ from halo.lower.context import LowerContext
 from halo.schedule.conditions import condition_text
 from halo.schedule.gpu import nesting_problem
 from halo.schedule.records import INLINE, ROOT
+from halo.target import Target, TargetKind
 
 _GPU_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.VTHREAD)
 
 
-def decide_realizations(ctx: LowerContext) -> None:
-    """Fill `ctx.compute_levels` and `ctx.store_levels` for every Func of the pipeline."""
+def decide_realizations(stmt: None, ctx: LowerContext) -> None:
+    """Fill `ctx.compute_levels` and `ctx.store_levels` for every Func of the pipeline.
+    The first pass: there is no IR yet (`stmt` is None), and it builds none."""
     for name, f in ctx.env.funcs.items():
         sched = f.schedule
         level = sched.compute_level
@@ -58,7 +60,7 @@ def _check_scope(name: str, scope: str, level: str, is_output: bool) -> None:
                             f"{name}.compute_at(...)")
 
 
-def _check_loop_records(f, target: str) -> None:
+def _check_loop_records(f, target: Target) -> None:
     """GPU bindings must still nest properly (a reorder after binding may have broken
     them) and need a GPU target; tensorized loops are not lowered yet."""
     for k, stage in enumerate(f.schedule.stages):
@@ -71,10 +73,10 @@ def _check_loop_records(f, target: str) -> None:
                 raise ScheduleError(f"{where}: {problem}. The loops of {where} are, outermost "
                                     f"first: {', '.join(sched.dim_names())}")
             bound = [f"{d.name} ({d.kind.value})" for d in sched.dims if d.kind in _GPU_KINDS]
-            if bound and target != "cuda":
+            if bound and target.kind is not TargetKind.CUDA:
                 raise ScheduleError(
                     f"{where} binds loops to the GPU ({', '.join(bound)}), which needs "
-                    f"target 'cuda'; this pipeline is being lowered for {target!r}. Lower it "
+                    f"target 'cuda'; this pipeline is being lowered for {target.name!r}. Lower it "
                     "for cuda, or remove the gpu_blocks/gpu_threads/gpu_tile/vthread calls")
             if sched.tensorize is not None:
                 t = sched.tensorize

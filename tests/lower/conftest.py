@@ -11,33 +11,26 @@ from halo.ir.printer import stmt_to_str
 from halo.ir.visitor import walk
 from halo.lang.environment import Environment
 from halo.lower.context import LowerContext
-from halo.lower.pipeline import PASSES
-from halo.lower.realization import decide_realizations
+from halo.lower.pipeline import lower
+from halo.target import Target
 
 
 def context_of(outputs: halo.Func | Sequence[halo.Func]) -> LowerContext:
     """A LowerContext for `outputs` with the realization decisions made."""
-    outs = [outputs] if isinstance(outputs, halo.Func) else list(outputs)
-    ctx = LowerContext(Environment.of(outs))
-    decide_realizations(ctx)
-    return ctx
+    return _lowered(outputs, "decide_realizations", ()).ctx
 
 
 def lower_until(outputs: halo.Func | Sequence[halo.Func], last: str,
                 skip: Sequence[str] = ()) -> tuple[n.Stmt, LowerContext]:
-    """The IR after the passes of `PASSES`, in order, up to and including the first pass
+    """The IR after the lowering passes, in order, up to and including the first pass
     named `last` (leaving out those named in `skip`), and the context they shared."""
-    names = [name for name, _ in PASSES]
-    assert last in names, f"no pass named {last!r} in {names}"
-    ctx = context_of(outputs)
-    stmt: n.Stmt | None = None
-    for name, run in PASSES:
-        if name not in skip:
-            stmt = run(stmt, ctx)
-        if name == last:
-            break
-    assert stmt is not None
-    return stmt, ctx
+    lowered = _lowered(outputs, last, skip)
+    return lowered.stmt, lowered.ctx
+
+
+def _lowered(outputs, last: str, skip: Sequence[str]):
+    outs = [outputs] if isinstance(outputs, halo.Func) else list(outputs)
+    return lower(Environment.of(outs), Target(), stop_after=last, skip=skip)
 
 
 def nodes_of(node: n.Stmt | n.Expr, cls: type, name: str | None = None) -> list:

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 from llvmlite import ir
 
+from halo.backends.arguments import Argument
 from halo.backends.llvm import arithmetic, atomics, parallel, vectors
 from halo.backends.llvm.llvm_types import (
     INDEX,
@@ -42,29 +42,13 @@ from halo.ir.printer import expr_to_str
 from halo.ir.types import Type, int32, int64
 
 
-@dataclass(frozen=True)
-class Argument:
-    """One parameter of a generated function: a flat buffer or a scalar, by name."""
-
-    name: str
-    kind: Literal["buffer", "scalar"]
-    type: Type  # element type for buffers, value type for scalars
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("buffer", "scalar"):
-            raise InternalError(f"argument {self.name!r} has kind {self.kind!r}; "
-                                "expected 'buffer' or 'scalar'")
-        if self.type.lanes != 1:
-            raise InternalError(f"argument {self.name!r} has vector type {self.type}; "
-                                "arguments are buffers of scalars or scalars")
-        value_type(self.type)  # raises for types the backend can't represent
-
-
 def generate_module(name: str, body: n.Stmt, args: Sequence[Argument],
                     num_threads: int, strict_float: bool = False) -> ir.Module:
     """An LLVM module defining `void name(args...)` that runs `body`, its parallel loops on
     teams of `num_threads` threads. Float `+ - *` may be contracted into fused
     multiply-adds unless `strict_float` (see arithmetic.py)."""
+    for a in args:
+        value_type(a.type)  # raises for types this backend can't represent
     names = [a.name for a in args]
     duplicates = sorted({x for x in names if names.count(x) > 1})
     if duplicates:

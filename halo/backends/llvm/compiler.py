@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from halo.backends.arguments import Argument
 from halo.backends.llvm import object_cache, vector_math
-from halo.backends.llvm.codegen import Argument, generate_module
+from halo.backends.llvm.codegen import generate_module
 from halo.backends.llvm.jit import NativeModule, host_fingerprint, jit_compile, jit_load
 from halo.backends.llvm.object_cache import cache_key
-from halo.backends.llvm.parallel import default_num_threads, load_libgomp
+from halo.backends.llvm.parallel import load_libgomp
 from halo.backends.llvm.runtime import CompiledFunction
 from halo.errors import InternalError
 from halo.ir.nodes import Stmt, Store
 from halo.ir.visitor import walk
+from halo.target import default_num_threads
 
 
 def compile_function(name: str, body: Stmt, args: Sequence[Argument],

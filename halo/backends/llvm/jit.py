@@ -124,12 +124,6 @@ def host_fingerprint() -> tuple[str, str, str]:
     return host.triple, host._cpu, host._features
 
 
-def host_vector_bytes() -> int:
-    """The width in bytes of the host's widest SIMD registers LLVM uses."""
-    features = set(_host()._features.split(","))
-    return 64 if "+avx512f" in features else 32 if "+avx" in features else 16
-
-
 def _free_pass_manager(pass_manager: llvm.ModulePassManager) -> None:
     """Free a module pass manager now. llvmlite 0.50 never does: in ModulePassManager's MRO
     the no-op `ObjectRef._dispose` hides `NewPassManager._dispose`, which leaked ~70 KB per

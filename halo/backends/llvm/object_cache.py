@@ -34,6 +34,8 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from halo.version import __version__
+
 _MAGIC = b"HALOOBJ1"
 _HEADER = struct.Struct("<8s32sQ")  # magic, SHA-256 of the payload, length of the IR text
 _OFF = ("off", "0", "false", "no")
@@ -55,7 +57,6 @@ def cache_dir() -> Path | None:
 @cache
 def compiler_fingerprint() -> str:
     """halo's version, this backend's sources, llvmlite's and LLVM's versions."""
-    from halo import __version__
     digest = hashlib.sha256(f"{__version__}|{llvmlite.__version__}|"
                             f"{llvm.llvm_version_info}".encode())
     for source in sorted(Path(__file__).parent.glob("*.py")):

@@ -47,7 +47,6 @@ multiprocessing's "spawn" or "forkserver" method.
 from __future__ import annotations
 
 import ctypes.util
-import os
 from collections.abc import Mapping
 from functools import cache
 
@@ -67,18 +66,6 @@ _TASK_TYPE = ir.FunctionType(ir.VoidType(), [POINTER])
 # Chunks per thread of the team: few enough that claiming costs nothing, enough that a
 # thread that wakes late (or a slow iteration) leaves the others work to take over.
 _CHUNKS_PER_THREAD = 8
-
-
-def default_num_threads() -> int:
-    """The thread count when none is given: HALO_NUM_THREADS if set, else every core."""
-    setting = os.environ.get("HALO_NUM_THREADS", "").strip()
-    if not setting:
-        return os.cpu_count() or 1
-    if not setting.isdigit() or int(setting) < 1:
-        raise HaloError(f"HALO_NUM_THREADS={setting!r} is not a positive integer; set it to "
-                        "the number of threads for parallel loops, or unset it to use every "
-                        "core")
-    return int(setting)
 
 
 class Closure:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from halo.backends.llvm.codegen import Argument
+from halo.backends.arguments import Argument
 from halo.backends.llvm.jit import NativeModule, host_assembly
 from halo.errors import InputError
 from halo.ir.types import (
@@ -68,6 +68,10 @@ class CompiledFunction:
             else _scalar_converter(a) for a in self.args]
         self._buffer_positions = [i for i, a in enumerate(self.args) if a.kind == "buffer"]
         self._assembly: str | None = None
+
+    def source(self) -> str:
+        """The optimized LLVM IR of the module."""
+        return self.llvm_ir
 
     def assembly(self) -> str:
         """The host assembly of the optimized module (generated on first request)."""

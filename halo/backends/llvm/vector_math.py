@@ -21,8 +21,8 @@ import llvmlite.binding as llvm
 from llvmlite import ir
 
 from halo.backends.llvm import vectors
-from halo.backends.llvm.jit import host_vector_bytes
 from halo.ir.types import Type
+from halo.target import host_cpu
 
 # halo function -> its number of arguments; libmvec has each for float32 and float64
 _FUNCTIONS = {"exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "pow": 2}
@@ -39,7 +39,7 @@ def vector_call(b: ir.IRBuilder, name: str, t: Type, args: list[ir.Value]) -> ir
         return None
     for register_bytes, isa in _ISAS:
         width = register_bytes * 8 // t.bits
-        if register_bytes > host_vector_bytes() or t.lanes % width:
+        if register_bytes > host_cpu().vector_bytes or t.lanes % width:
             continue
         pieces = t.lanes // width
         if pieces & (pieces - 1):  # put back together pairwise: a power of two

@@ -6,7 +6,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from halo.backends.llvm import Argument, compile_function
+from halo.backends.arguments import Argument
+from halo.backends.llvm import compile_function
 from halo.ir.nodes import Expr, For, ForKind, Load, Store, Var, const
 from halo.ir.types import as_type, int32
 

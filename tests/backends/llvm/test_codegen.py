@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from halo.backends.llvm import Argument, compile_function
+from halo.backends.arguments import Argument
+from halo.backends.llvm import compile_function
 from halo.errors import InternalError
 from halo.ir.nodes import (
     EQ,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from halo.backends.llvm import Argument, CompiledFunction, compile_function
+from halo.backends.arguments import Argument
+from halo.backends.llvm import CompiledFunction, compile_function
 from halo.ir.nodes import Add, For, ForKind, Load, Mul, Store, Var, const
 from halo.ir.types import Type, float32, float64, int32
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from halo.backends.llvm import Argument, compile_function, object_cache
+from halo.backends.arguments import Argument
+from halo.backends.llvm import compile_function, object_cache
 from halo.ir.nodes import Add, For, ForKind, Load, Store, Var, const
 from halo.ir.types import int32
 

@@ -2,13 +2,13 @@
 runs on a team of threads, each on its own chunk, with the same results as a serial loop."""
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
 import pytest
 
-from halo.backends.llvm import Argument, compile_function, parallel
+from halo.backends.arguments import Argument
+from halo.backends.llvm import compile_function, parallel
 from halo.backends.llvm.codegen import generate_module
 from halo.errors import HaloError
 from halo.ir.nodes import (
@@ -206,21 +206,6 @@ def test_missing_libgomp_is_reported_at_compile_time(monkeypatch):
                              [buffer("out", int32), scalar("n", int32)])
     finally:
         parallel.load_libgomp.cache_clear()
-
-
-@pytest.mark.parametrize(("setting", "expected"), [("3", 3), ("", None), (" 1 ", 1)])
-def test_default_thread_count_follows_halo_num_threads(monkeypatch, setting, expected):
-    """HALO_NUM_THREADS sets the default thread count; unset or empty means every core."""
-    monkeypatch.setenv("HALO_NUM_THREADS", setting)
-    assert parallel.default_num_threads() == (expected or os.cpu_count())
-
-
-@pytest.mark.parametrize("setting", ["0", "-2", "four"])
-def test_bad_halo_num_threads_is_reported(monkeypatch, setting):
-    """A HALO_NUM_THREADS that is not a positive integer raises a HaloError naming it."""
-    monkeypatch.setenv("HALO_NUM_THREADS", setting)
-    with pytest.raises(HaloError, match="HALO_NUM_THREADS"):
-        parallel.default_num_threads()
 
 
 def test_chunk_function_takes_its_buffers_noalias():

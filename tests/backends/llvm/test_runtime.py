@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from halo.backends.llvm import Argument, CompiledFunction, compile_function
+from halo.backends.arguments import Argument
+from halo.backends.llvm import CompiledFunction, compile_function
 from halo.errors import InputError
 from halo.ir.nodes import For, ForKind, Load, Mul, Store, Var, const
 from halo.ir.types import bool_, float32, int8, int32, uint8

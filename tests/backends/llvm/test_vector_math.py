@@ -9,7 +9,7 @@ import pytest
 
 import halo
 from halo.backends.llvm import vector_math
-from halo.backends.llvm.jit import host_vector_bytes
+from halo.target import host_cpu
 
 x, = halo.vars("x")
 
@@ -80,7 +80,7 @@ def test_vector_exp_is_one_call_per_register(lanes):
     """An exp of `lanes` float32 lanes is one libmvec call per register of the host's
     widest width that divides it, not a libm call per lane."""
     register = next(width for width in (16, 8, 4)
-                    if width * 4 <= host_vector_bytes() and lanes % width == 0)
+                    if width * 4 <= host_cpu().vector_bytes and lanes % width == 0)
     isa = {16: "e", 8: "d", 4: "b"}[register]
     sources = [vectorized(halo.exp, halo.float32, width)[0].compile().source()
                for width in (lanes, register)]

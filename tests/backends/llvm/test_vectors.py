@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import halo
-from halo.backends.llvm import Argument, CompiledFunction, compile_function
+from halo.backends.arguments import Argument
+from halo.backends.llvm import CompiledFunction, compile_function
 from halo.errors import InternalError
 from halo.ir.nodes import (
     EQ,
@@ -64,8 +65,6 @@ from halo.ir.types import (
     uint16,
     uint32,
 )
-from halo.lower import pipeline
-from halo.lower.vectorize_loops import vectorize_loops
 
 LANES = 8
 v = Var("v")  # the loop over vectors
@@ -705,14 +704,6 @@ def test_vector_arguments_are_refused():
 # --------------------------------------------------- IR from the vectorize_loops pass
 
 
-@pytest.fixture
-def vectorizing(monkeypatch):
-    """Lowering runs vectorize_loops after the other passes."""
-    if all(name != "vectorize_loops" for name, _ in pipeline.PASSES):
-        monkeypatch.setattr(pipeline, "PASSES",
-                            [*pipeline.PASSES, ("vectorize_loops", vectorize_loops)])
-
-
 def assert_vectorized(f: halo.Func) -> None:
     assert "ramp(" in str(f.lower()), "vectorize_loops left the loop serial"
 
@@ -729,7 +720,7 @@ y, x = halo.vars("y x")
     (halo.bool_, lambda a: a[x] ^ (x % 3 == 0), lambda a: a ^ (np.arange(len(a)) % 3 == 0)),
 ], ids=["float32", "float64", "int32", "uint8", "int16", "bool"])
 @pytest.mark.parametrize("size", [64, 37, 3])
-def test_vectorized_func_matches_numpy(vectorizing, dtype, define, reference, size):
+def test_vectorized_func_matches_numpy(dtype, define, reference, size):
     """A Func vectorized by 8 computes NumPy's result, for sizes with and without a tail
     and smaller than one vector."""
     inp = halo.ImageParam(dtype, 1, "inp")
@@ -752,7 +743,7 @@ def test_vectorized_func_matches_numpy(vectorizing, dtype, define, reference, si
 
 
 @pytest.mark.parametrize("guard", ["before", "after"])
-def test_vectorized_tail_stays_inside_small_buffers(vectorizing, guard):
+def test_vectorized_tail_stays_inside_small_buffers(guard):
     """A vector of 8 over 5 elements reads and writes only those 5, next to an inaccessible
     page on either side."""
     inp = halo.ImageParam(halo.float32, 1, "inp")
@@ -766,7 +757,7 @@ def test_vectorized_tail_stays_inside_small_buffers(vectorizing, guard):
     np.testing.assert_array_equal(out, data * 2 + 1)
 
 
-def test_vectorized_expressions_match_the_reference(vectorizing):
+def test_vectorized_expressions_match_the_reference():
     """Selects, casts, int8 floor division, min/max, math calls and gathers (a transposed
     read and a lookup table) vectorized by 16 match the reference interpreter."""
     a = halo.ImageParam(halo.int8, 2, "a")
@@ -785,7 +776,7 @@ def test_vectorized_expressions_match_the_reference(vectorizing):
                                halo.reference(f, (7, 35), inputs=inputs), rtol=2e-6)
 
 
-def test_vectorized_loop_inside_a_parallel_loop(vectorizing):
+def test_vectorized_loop_inside_a_parallel_loop():
     """Vector code runs in the task function of a parallel loop, on every thread."""
     inp = halo.ImageParam(halo.int32, 2, "inp")
     f = halo.Func("f")
@@ -798,7 +789,7 @@ def test_vectorized_loop_inside_a_parallel_loop(vectorizing):
                                   data * (rows + 1) - columns)
 
 
-def test_vectorized_float32_loop_uses_vector_registers(vectorizing):
+def test_vectorized_float32_loop_uses_vector_registers():
     """The machine code of a Func vectorized by 8 over float32 computes in ymm or zmm
     registers."""
     inp = halo.ImageParam(halo.float32, 2, "inp")

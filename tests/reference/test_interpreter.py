@@ -6,8 +6,6 @@ import time
 import numpy as np
 import pytest
 
-from halo.backends import interp
-from halo.backends.interp import reference
 from halo.errors import BoundsError, InputError
 from halo.ir.types import ALL_TYPES, bool_, float32, int8, int16, int32, uint8
 from halo.lang import (
@@ -32,6 +30,8 @@ from halo.lang import min as hmin
 from halo.lang import round as hround
 from halo.lang import sum as hsum
 from halo.lang.var import vars
+from halo.reference import interpreter as interp
+from halo.reference import reference
 
 y, x, i, j = vars("y x i j")
 

@@ -7,12 +7,12 @@ import itertools
 import pytest
 
 from halo.analysis.simplify import simplify
-from halo.backends.host_checks import _div, _mod, _py, compile_checks
 from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.substitute import substitute
 from halo.ir.types import bool_, float32, int32, int64, uint8
 from halo.lower.bounds_inference import RegionCheck
+from halo.runtime.host_checks import _div, _mod, _py, compile_checks
 
 a, b = n.Var("a"), n.Var("b")
 EXPRS = [n.Div(a, b), n.Mod(a, b), n.Min(n.Add(a, n.const(3)), n.Mul(b, n.const(2))),

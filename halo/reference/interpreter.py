@@ -8,7 +8,7 @@ unclear and must be fixed).
 
 How it runs:
 
-1. Regions (`interp_regions`): consumers before producers, each Func gets the box its
+1. Regions (`regions.py`): consumers before producers, each Func gets the box its
    consumers read of it, grown by what its own updates touch; input reads are checked.
 2. Producers before consumers, each Func is realized as an array over its region. The
    pure definition is evaluated once over the whole box with broadcasting index grids
@@ -25,7 +25,7 @@ How it runs:
 
    Integer results are exactly those of sequential evaluation (wrapping sums and products
    don't depend on order); float reductions may be reassociated. reduce and scatter exist
-   for speed (a 256^3 matmul in ~20 ms instead of minutes); tests/backends/test_interp.py
+   for speed (a 256^3 matmul in ~20 ms instead of minutes); tests/reference/test_interpreter.py
    times them and checks them against step.
 """
 from __future__ import annotations
@@ -37,7 +37,6 @@ from math import prod
 
 import numpy as np
 
-from halo.backends.interp_regions import Box, Constants, infer_regions, is_empty, rdom_ranges
 from halo.errors import InputError, InternalError
 from halo.ir import nodes as n
 from halo.ir.substitute import calls_to, var_names
@@ -45,6 +44,7 @@ from halo.ir.types import Type, int32
 from halo.ir.visitor import deep_recursion
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Definition, Func
+from halo.reference.regions import Box, Constants, infer_regions, is_empty, rdom_ranges
 
 Value = np.ndarray | np.generic
 """What an expression evaluates to: an array that broadcasts against the index grids."""

@@ -1,0 +1,84 @@
+"""The backend seam: `compile(lowered, target)` turns a lowered pipeline into a
+`CompiledPipeline`, whatever the target.
+
+Every backend compiles to one calling convention (`arguments.py`): the compiled object is
+called with one value per `Argument`, in order (arrays for buffers, numbers for scalars),
+returns nothing, and `source()` shows the code the backend made. Compiled pipelines are
+kept in memory by (lowered IR, arguments, target), so compiling the same pipeline twice
+costs one compile.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from threading import Lock
+from typing import Protocol
+
+from halo.backends import llvm
+from halo.backends.arguments import Argument, arguments_of
+from halo.lower.pipeline import Lowered
+from halo.target import Target, TargetKind
+
+
+class CompiledPipeline(Protocol):
+    """What a backend returns: called with one value per argument, in `args` order."""
+
+    args: tuple[Argument, ...]
+
+    def __call__(self, *values: object) -> None: ...
+
+    def source(self) -> str:
+        """The code the backend generated (LLVM IR for the host)."""
+        ...
+
+
+def compile(lowered: Lowered, target: Target) -> CompiledPipeline:  # noqa: A001
+    """`lowered` compiled for `target`, from the in-memory cache when it was compiled
+    before (same IR, same arguments, same target)."""
+    args = arguments_of(lowered, target)
+    # Keyed by the thread count itself, which the code embeds, not by how it was chosen.
+    target = replace(target, threads=target.num_threads)
+    # The IR's repr and the arguments carry every type, which its printed form omits.
+    key = (repr(lowered.stmt), repr(args), target)
+    return _cache.get(key, lambda: _BACKENDS[target.kind](lowered, args, target))
+
+
+def _compile_host(lowered: Lowered, args: Sequence[Argument], target: Target) -> CompiledPipeline:
+    return llvm.compile_function("halo_pipeline", lowered.stmt, args,
+                                 num_threads=target.num_threads,
+                                 strict_float=target.strict_float)
+
+
+_BACKENDS: dict[TargetKind, Callable[[Lowered, Sequence[Argument], Target],
+                                     CompiledPipeline]] = {
+    TargetKind.HOST: _compile_host,
+}
+
+
+class _CompileCache:
+    """Compiled pipelines, least recently used evicted first: each live JIT engine holds
+    about 1 MB, so the cache is bounded. Safe to use from several threads."""
+
+    def __init__(self, capacity: int = 128):
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple, CompiledPipeline] = OrderedDict()
+        self._lock = Lock()
+
+    def get(self, key: tuple, build: Callable[[], CompiledPipeline]) -> CompiledPipeline:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        value = build()  # outside the lock: compiles of other pipelines go on meanwhile
+        with self._lock:
+            value = self._entries.setdefault(key, value)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+        return value
+
+
+_cache = _CompileCache()
+
+__all__ = ["Argument", "CompiledPipeline", "arguments_of", "compile"]

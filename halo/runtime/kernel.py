@@ -1,0 +1,119 @@
+"""`Kernel`: a compiled pipeline called on NumPy arrays.
+
+A Kernel binds the arrays and scalars a user passes to the pipeline's inputs, allocates
+(or checks) the outputs, runs the region checks that bounds inference wrote before any
+code runs, and calls the function the backend compiled, without copying arrays whose last
+dimension is contiguous.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from halo import backends
+from halo.errors import InputError
+from halo.lang.environment import bind
+from halo.lower.bounds_inference import describe
+from halo.lower.count_stores import COUNTS_BUFFER
+from halo.lower.pipeline import Lowered
+from halo.runtime.host_checks import compile_checks
+from halo.target import Target
+
+
+class Kernel:
+    """A compiled pipeline: `kernel(shape, **inputs)` or `kernel(out=array, **inputs)`,
+    inputs passed by the names of their ImageParams and Params."""
+
+    def __init__(self, lowered: Lowered, target: Target):
+        self.lowered = lowered
+        self.target = target
+        self.output_names = [f.name for f in lowered.env.outputs]
+        self._checks = compile_checks(lowered.checks)
+        self.function = backends.compile(lowered, target)
+        self.buffer_names = [a.name for a in self.function.args if a.kind == "buffer"]
+        self.scalar_names = [a.name for a in self.function.args if a.kind == "scalar"]
+        # {func name: stores} of the last call, with Target(count_stores=True).
+        self.store_counts: dict[str, int] = {}
+
+    def source(self) -> str:
+        """The code the backend generated (LLVM IR for the host)."""
+        return self.function.source()
+
+    def __call__(self, shape=None, out=None, origin=None, **inputs):
+        result = self.run(shape, out, origin, None, inputs)
+        return result[0] if len(result) == 1 else result
+
+    def run(self, shape, out, origin, inputs, named) -> list[np.ndarray]:
+        """The outputs of one call: inputs by object (`inputs`) or by name (`named`)."""
+        env = self.lowered.env
+        arrays, scalars = bind(env, inputs, **named)
+        arrays = {name: _unit_last_stride(a) for name, a in arrays.items()}
+        outs = self._outputs(shape, out)
+        ndim = outs[0].ndim
+        origin = tuple(origin) if origin is not None else (0,) * ndim
+        if len(origin) != ndim:
+            raise InputError(f"origin has {len(origin)} entries but the output has {ndim} "
+                             "dimension(s)")
+        values: dict[str, object] = dict(scalars)
+        for name, arr in [*arrays.items(), *zip(self.output_names, outs, strict=True)]:
+            for i in range(arr.ndim):
+                values[f"{name}.extent.{i}"] = arr.shape[i]
+                values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
+                values[f"{name}.min.{i}"] = origin[i] if name in self.output_names else 0
+        self._check_regions(values)
+        counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
+        buffers = [arrays[b] if b in arrays else counts if b == COUNTS_BUFFER
+                   else outs[self.output_names.index(b)] for b in self.buffer_names]
+        self.function(*buffers, *(values[s] for s in self.scalar_names))
+        if self.target.count_stores:
+            self.store_counts = dict(zip(self.lowered.counted, counts.tolist(), strict=True))
+        return outs
+
+    def _outputs(self, shape, out) -> list[np.ndarray]:
+        funcs = [self.lowered.env.funcs[nm] for nm in self.output_names]
+        if out is not None:
+            outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            if len(outs) != len(funcs):
+                raise InputError(f"out= has {len(outs)} array(s) for {len(funcs)} output(s)")
+            for f, arr in zip(funcs, outs, strict=True):
+                if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
+                        arr.ndim != f.dimensions:
+                    raise InputError(f"out= for {f.name} must be a {f.dimensions}-D "
+                                     f"{f.type} NumPy array, got {_describe(arr)}")
+                if not arr.flags.writeable:
+                    raise InputError(f"out= for {f.name} is read-only")
+                if _unit_last_stride(arr) is not arr:
+                    raise InputError(f"out= for {f.name} must have consecutive elements "
+                                     "in its last dimension (a view like a[:, ::2] or a.T "
+                                     "isn't); pass a C-contiguous array")
+            if len({a.shape for a in outs}) > 1:
+                raise InputError("all outputs of a Pipeline must have the same shape")
+            return outs
+        if shape is None:
+            raise InputError("give the output shape, e.g. f.realize((480, 640)), or out=array")
+        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        for f in funcs:
+            if len(shape) != f.dimensions:
+                raise InputError(f"{f.name} has {f.dimensions} dimension(s) but the shape "
+                                 f"{shape} has {len(shape)}")
+        if any(not isinstance(s, (int, np.integer)) or s < 0 for s in shape):
+            raise InputError(f"the shape {shape} must be non-negative integers")
+        return [np.empty(shape, dtype=f.type.numpy) for f in funcs]
+
+    def _check_regions(self, values: dict[str, object]) -> None:
+        failed = self._checks(values)
+        if failed is not None:
+            raise describe(*failed)
+
+
+def _unit_last_stride(a: np.ndarray) -> np.ndarray:
+    """`a`, or a C-contiguous copy when its last dimension isn't contiguous: compiled code
+    assumes neighbouring last indices are neighbouring elements (dense vector access)."""
+    if a.ndim == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize:
+        return a
+    return np.ascontiguousarray(a)
+
+
+def _describe(a: object) -> str:
+    if isinstance(a, np.ndarray):
+        return f"a {a.ndim}-D {a.dtype} array"
+    return type(a).__name__

@@ -1,0 +1,122 @@
+"""The Target: where a pipeline's code runs, and the facts about that machine that lowering
+and the backends read.
+
+A `Target` is a frozen value that lowering receives whole (`LowerContext.target`) and that
+keys every compiled-code cache. Host facts (CPU name and features, SIMD width, core count)
+are read here, once per process, from LLVM's description of the host CPU; no backend is
+imported for them.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+from numbers import Integral
+
+from halo.errors import HaloError
+from halo.ir.types import Type
+
+
+class TargetKind(Enum):
+    HOST = "host"   # the CPU this runs on, through LLVM
+    CUDA = "cuda"   # an NVIDIA GPU, through CUDA C
+
+
+@dataclass(frozen=True)
+class HostCPU:
+    """The CPU halo runs on: LLVM's name for it (`"sapphirerapids"`, `"znver4"`) and its
+    features without the `+` (`"avx2"`, `"avx512f"`, `"fma"`, ...)."""
+    name: str
+    features: frozenset[str]
+
+    @property
+    def vector_bytes(self) -> int:
+        """The width of the widest SIMD registers LLVM uses on this CPU."""
+        return 64 if "avx512f" in self.features else 32 if "avx" in self.features else 16
+
+
+@cache
+def host_cpu() -> HostCPU:
+    """The host CPU, as LLVM describes it (read once per process)."""
+    # llvmlite is imported on first use, so that `import halo` loads no LLVM.
+    import llvmlite.binding as llvm
+    flags = llvm.get_host_cpu_features().flatten().split(",")
+    return HostCPU(llvm.get_host_cpu_name(),
+                   frozenset(f[1:] for f in flags if f.startswith("+")))
+
+
+def default_num_threads() -> int:
+    """The thread count when none is given: HALO_NUM_THREADS if set, else every core."""
+    setting = os.environ.get("HALO_NUM_THREADS", "").strip()
+    if not setting:
+        return os.cpu_count() or 1
+    if not setting.isdigit() or int(setting) < 1:
+        raise HaloError(f"HALO_NUM_THREADS={setting!r} is not a positive integer; set it to "
+                        "the number of threads for parallel loops, or unset it to use every "
+                        "core")
+    return int(setting)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where code runs: `"host"` (the CPU, through LLVM) or `"cuda"`.
+
+    `threads`: the size of the thread pool for parallel loops (default: HALO_NUM_THREADS,
+    else all cores). `count_stores=True` builds instrumented code that counts the values
+    stored to each Func, read after a call as `kernel.store_counts` ({func name: count});
+    all its loops run serially, so the counts are exact (see halo/lower/count_stores.py).
+    `strict_float=True` rounds every float operation separately, as NumPy does; by default
+    `a * b + c` may be computed as one fused multiply-add (as Halide does). `arch`: the GPU
+    architecture to generate code for (`"sm_90"`), for `"cuda"` only.
+    """
+    kind: TargetKind | str = TargetKind.HOST
+    threads: int | None = None
+    count_stores: bool = False
+    strict_float: bool = False
+    arch: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            object.__setattr__(self, "kind", TargetKind(self.kind))
+        except ValueError:
+            raise HaloError(f"unknown target {self.kind!r}; use 'host' or 'cuda'") from None
+        if self.kind is TargetKind.CUDA:
+            raise HaloError("the 'cuda' target is not available in this version of halo; "
+                            "use target='host'")
+        if self.arch is not None:
+            raise HaloError(f"Target({self.kind.value!r}, arch={self.arch!r}): arch is for "
+                            "GPU targets; the host's CPU is read from the machine")
+        if self.threads is not None and not (isinstance(self.threads, Integral)
+                                             and self.threads >= 1):
+            raise HaloError(f"Target(threads={self.threads!r}): threads must be a positive "
+                            "integer, or None for the default")
+
+    @property
+    def name(self) -> str:
+        """The kind as a string: "host" or "cuda"."""
+        return self.kind.value
+
+    @property
+    def cpu(self) -> HostCPU:
+        """The CPU that host code is generated for (the one this runs on)."""
+        return host_cpu()
+
+    def has_feature(self, feature: str) -> bool:
+        """Whether the target CPU has `feature` (LLVM's name: "avx2", "avx512vnni", ...)."""
+        return self.kind is TargetKind.HOST and feature in self.cpu.features
+
+    @property
+    def num_threads(self) -> int:
+        """The threads parallel loops run on: `threads`, or the default."""
+        return self.threads or default_num_threads()
+
+    def natural_vector_size(self, t: Type) -> int:
+        """How many values of type `t` one SIMD register holds on this target (16 float32
+        with AVX-512, 8 with AVX2), as in Halide: what a schedule vectorizes by to fill
+        the machine's vectors."""
+        return max(1, self.cpu.vector_bytes // t.bytes)
+
+    @staticmethod
+    def of(target: str | Target) -> Target:
+        return target if isinstance(target, Target) else Target(target)

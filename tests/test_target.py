@@ -1,0 +1,64 @@
+"""The Target value: kinds, options, and the host facts it reads without a backend."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import halo
+from halo.target import Target, TargetKind, default_num_threads, host_cpu
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("3", 3), ("", None), (" 1 ", 1)])
+def test_default_thread_count_follows_halo_num_threads(monkeypatch, setting, expected):
+    """HALO_NUM_THREADS sets the default thread count; unset or empty means every core."""
+    monkeypatch.setenv("HALO_NUM_THREADS", setting)
+    assert default_num_threads() == (expected or os.cpu_count())
+    assert Target("host").num_threads == (expected or os.cpu_count())
+    assert Target("host", threads=5).num_threads == 5
+
+
+@pytest.mark.parametrize("setting", ["0", "-2", "four"])
+def test_bad_halo_num_threads_is_reported(monkeypatch, setting):
+    """A HALO_NUM_THREADS that is not a positive integer raises a HaloError naming it."""
+    monkeypatch.setenv("HALO_NUM_THREADS", setting)
+    with pytest.raises(halo.HaloError, match="HALO_NUM_THREADS"):
+        default_num_threads()
+
+
+def test_kind_is_an_enum_given_as_a_string():
+    """Target("host") and Target(TargetKind.HOST) are the same value; `name` is the string."""
+    assert Target("host") == Target(TargetKind.HOST) == Target()
+    assert Target("host").kind is TargetKind.HOST and Target("host").name == "host"
+    assert Target.of("host") == Target() and Target.of(Target(threads=2)).threads == 2
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("gpu",), "unknown target 'gpu'"),
+    (("cuda",), "'cuda' target is not available"),
+    (("host",), None),
+])
+def test_unknown_and_unavailable_kinds_are_refused(args, message):
+    if message is None:
+        Target(*args)
+        return
+    with pytest.raises(halo.HaloError, match=message):
+        Target(*args)
+
+
+def test_arch_is_for_gpu_targets_only():
+    with pytest.raises(halo.HaloError, match="arch is for GPU targets"):
+        Target("host", arch="sm_90")
+
+
+def test_host_facts_come_from_the_cpu():
+    """The host's features are LLVM's names without '+', and the vector width follows them."""
+    cpu = host_cpu()
+    assert cpu.name and cpu.features
+    assert not any(f.startswith(("+", "-")) for f in cpu.features)
+    expected = 64 if "avx512f" in cpu.features else 32 if "avx" in cpu.features else 16
+    assert cpu.vector_bytes == expected
+    assert Target().natural_vector_size(halo.float32) == expected // 4
+    assert Target().natural_vector_size(halo.float64) == expected // 8
+    assert Target().has_feature(next(iter(cpu.features)))
+    assert not Target().has_feature("no-such-feature")
