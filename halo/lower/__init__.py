@@ -1,0 +1,1 @@
+"""Lowering: one pass per module, listed in order by `pipeline.passes(target)`."""
