@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from halo.autoschedule.illegal_schedule import illegal_schedule
-from halo.autoschedule.random_pipeline import RandomPipeline, random_pipeline
-from halo.autoschedule.random_schedule import Call, StageRef, apply_schedule, random_schedule
 from halo.backends.interp import reference
 from halo.errors import HaloError, InternalError
+from halo.random_programs.illegal_schedule import illegal_schedule
+from halo.random_programs.pipeline_spec import RandomPipeline
+from halo.random_programs.random_pipeline import random_pipeline
+from halo.random_programs.random_schedule import Call, StageRef, apply_schedule, random_schedule
 
 PLACEMENT_CALLS = ("compute_at", "compute_root", "compute_inline", "store_at", "store_root",
                    "store_in")

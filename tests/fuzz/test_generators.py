@@ -7,18 +7,18 @@ import numpy as np
 import pytest
 
 import halo
-from halo.autoschedule.illegal_schedule import ILLEGAL_CALLS, illegal_schedule
-from halo.autoschedule.random_pipeline import MAX_STAGES, MIN_STAGES, random_pipeline
-from halo.autoschedule.random_schedule import (
+from halo.fuzz.check import MISMATCH, OK, REJECTED, Case, Outcome, case_program, run_case
+from halo.fuzz.script import case_script
+from halo.fuzz.shrink import shrink
+from halo.random_programs.illegal_schedule import ILLEGAL_CALLS, illegal_schedule
+from halo.random_programs.random_pipeline import MAX_STAGES, MIN_STAGES, random_pipeline
+from halo.random_programs.random_schedule import (
     LOOP_PRIMITIVES,
     apply_schedule,
     random_schedule,
     schedule_source,
 )
-from halo.autoschedule.random_stages import STAGE_KINDS
-from halo.fuzz.check import MISMATCH, OK, REJECTED, Case, Outcome, case_program, run_case
-from halo.fuzz.script import case_script
-from halo.fuzz.shrink import shrink
+from halo.random_programs.random_stages import STAGE_KINDS
 
 
 def test_pipelines_are_deterministic_and_schedules_replay():

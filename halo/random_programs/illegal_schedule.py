@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
-from halo.autoschedule.random_schedule import Call, Drawer, Placer, StageRef, random_schedule
+from halo.random_programs.pipeline_spec import BuiltPipeline, RandomPipeline
+from halo.random_programs.random_schedule import Call, Drawer, Placer, StageRef, random_schedule
 from halo.schedule.records import Split
 
 

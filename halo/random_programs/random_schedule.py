@@ -16,10 +16,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.lang.environment import Environment
+from halo.random_programs.pipeline_spec import BuiltPipeline, RandomPipeline
 
 FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
 
