@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+
 from halo.fuzz.check import Case, Outcome, case_program, tolerance
 from halo.schedule.calls import declare_loops
 
@@ -36,7 +38,7 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
             f"got = {out}.realize({box})",
             f"want = halo.reference({out}, {box})"]
         if pipeline.output.value.is_float:
-            atol = float(tolerance(pipeline, __import__("numpy").zeros(1))[0])
+            atol = float(tolerance(pipeline, np.zeros(1))[0])
             body.append(f"np.testing.assert_allclose(got, want, rtol=1e-6, atol={atol!r})")
         else:
             body.append("np.testing.assert_array_equal(got, want)")
