@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.numpy_check import check_and_time
 
 # The average multiplies by the float32 nearest 1/3 rather than dividing by 3: Halide
 # compiles `e / 3.0f` into that multiplication, halo keeps IEEE division (exact as NumPy),
@@ -40,7 +41,6 @@ def numpy_blur(image: np.ndarray) -> np.ndarray:
 
 
 def main(shape=(4800, 6400), repeats: int = 5) -> dict:
-    from apps.timing import check_and_time
     image = np.random.default_rng(0).random(shape, dtype=np.float32)
     _, out, funcs = algorithm()
     schedule(funcs)

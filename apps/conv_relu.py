@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.numpy_check import check_and_time
 
 CHANNEL_BLOCK, ROW_BLOCK = 4, 2
 
@@ -92,7 +93,6 @@ def make_inputs(shape=(1, 64, 64, 56, 56), seed: int = 0) -> dict[str, np.ndarra
 
 
 def main(shape=(1, 64, 64, 56, 56), repeats: int = 5) -> dict:
-    from apps.timing import check_and_time
     batch, c_in, c_out, height, width = shape
     *_, out, funcs = algorithm()
     schedule(funcs)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.numpy_check import check_and_time
 
 STRIP_ROWS = 32
 LUMA = (0.299, 0.587, 0.114)
@@ -116,7 +117,6 @@ def output_shape(image_shape) -> tuple[int, int]:
 
 
 def main(shape=(3, 1536, 2560), repeats: int = 5) -> dict:
-    from apps.timing import check_and_time
     _, out, funcs = algorithm()
     schedule(funcs)
     return check_and_time("harris", "x".join(map(str, shape)), out.compile(),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.numpy_check import check_and_time
 
 BINS = 256
 
@@ -60,7 +61,6 @@ def make_inputs(shape=(4096, 4096), seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def main(shape=(4096, 4096), repeats: int = 5) -> dict:
-    from apps.timing import check_and_time
     _, hist, funcs = algorithm()
     schedule(funcs)
     return check_and_time("histogram", "x".join(map(str, shape)), hist.compile(), (BINS,),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.numpy_check import check_and_time
 
 
 def algorithm():
@@ -56,7 +57,6 @@ def schedule(funcs) -> None:
 
 
 def main(n: int = 512, repeats: int = 3) -> dict:
-    from apps.timing import check_and_time
     rng = np.random.default_rng(0)
     inputs = {"A": rng.random((n, n), dtype=np.float32),
               "B": rng.random((n, n), dtype=np.float32)}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.numpy_check import check_and_time
 
 
 def vector() -> int:
@@ -75,7 +76,6 @@ def make_inputs(shape=(4096, 1024), seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def main(shape=(4096, 1024), repeats: int = 5) -> dict:
-    from apps.timing import check_and_time
     _, out, funcs = algorithm()
     schedule(funcs)
     return check_and_time("softmax", "x".join(map(str, shape)), out.compile(), shape,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.numpy_check import check_and_time
 
 TILE_ROWS, TILE_COLUMNS, VECTOR = 32, 256, 8
 SIGMA = 1.5
@@ -98,7 +99,6 @@ def make_inputs(shape=(3, 1536, 2560), seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def main(shape=(3, 1536, 2560), repeats: int = 5) -> dict:
-    from apps.timing import check_and_time
     _, out, funcs = algorithm()
     schedule(funcs)
     return check_and_time("unsharp", "x".join(map(str, shape)), out.compile(), shape,

@@ -7,7 +7,7 @@ and type. Each variant's first call (the one whose output is checked) is also it
 warm-up. The timed calls are interleaved, one call of each variant per round, so that
 the load of a shared machine drifting during a case weighs on all variants alike, each
 after a pause that lets the previous variant's threads go idle and 50 ms of untimed
-calls that wake the cores up again.
+calls that wake the cores up again (`halo.timing.time_after_idle`).
 
 A timed call is what a user's call costs: for halo, `kernel(out=..., **inputs)` with its
 checks of the inputs and of the regions the code will touch; for Halide, a compiled
@@ -26,14 +26,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import halo
-from apps.timing import warm_up
 from benchmarks.cases import Case
-
-# Before each timed call, a pause long enough for the previous variant's worker threads
-# to stop spinning and sleep: OpenBLAS's busy-wait for work for about 0.1 s after a call,
-# which on a 2-core machine took the cores from whatever ran next (3x slower).
-IDLE_S = 0.25
-# Then the variant runs untimed for 50 ms (apps.timing.warm_up), waking the cores up.
+from halo.timing import time_after_idle
 
 # Variants in the order tables and charts show them.
 HALO, HALIDE, HALIDE_AUTO, NUMPY = "halo", "halide", "halide_auto", "numpy"
@@ -128,11 +122,7 @@ def measure(case: Case, threads: int, repeats: int, halide_twins=None,
     result.mismatches = _compare_all({name: b.output for name, b in built.items()}, case)
     for _ in range(repeats):
         for name, b in built.items():
-            time.sleep(IDLE_S)
-            warm_up(b.run)
-            start = time.perf_counter()
-            b.run()
-            result.variants[name].times_s.append(time.perf_counter() - start)
+            result.variants[name].times_s.append(time_after_idle(b.run))
     return result
 
 

@@ -15,11 +15,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from halo.autoschedule.illegal_schedule import illegal_schedule
-from halo.autoschedule.random_pipeline import RandomPipeline, random_pipeline
-from halo.autoschedule.random_schedule import Call, StageRef, apply_schedule, random_schedule
 from halo.errors import HaloError, InternalError
+from halo.random_programs.illegal_schedule import illegal_schedule
+from halo.random_programs.pipeline_spec import RandomPipeline
+from halo.random_programs.random_pipeline import random_pipeline
+from halo.random_programs.random_schedule import apply_schedule, random_schedule
 from halo.reference import reference
+from halo.schedule.calls import Call, StageRef
 
 PLACEMENT_CALLS = ("compute_at", "compute_root", "compute_inline", "store_at", "store_root",
                    "store_in")
@@ -86,10 +88,10 @@ def case_program(case: Case) -> tuple[RandomPipeline, list[Call], str]:
 def _names_used(c: Call) -> set[str]:
     """The Funcs and inputs a call names (its target, arguments, conditions)."""
     refs = [c.target, *c.args, *(v for _, v in c.kwargs)]
-    refs += [x for r in refs if isinstance(r, list) for x in r]
+    refs += [x for r in refs if isinstance(r, tuple) for x in r]
     out = {r.func for r in refs if isinstance(r, StageRef)}
-    out |= {m for r in refs if isinstance(r, StageRef) and r.cond
-            for m in re.findall(r"[A-Za-z_]\w*", r.cond)}
+    out |= {m for r in refs if isinstance(r, StageRef) and r.condition
+            for m in re.findall(r"[A-Za-z_]\w*", r.condition)}
     return out - {"shape", "halo"}
 
 

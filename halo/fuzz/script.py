@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
+
 from halo.fuzz.check import Case, Outcome, case_program, tolerance
+from halo.schedule.calls import declare_loops
 
 
 def _inputs_source(pipeline) -> list[str]:
@@ -29,18 +32,19 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
     out, shape = pipeline.output.name, pipeline.output_shape
     box = f"{shape}, inputs=inputs, origin={pipeline.output_origin}"
     body = algorithm + [""]
+    schedule = declare_loops(calls) + [c.source() for c in calls]
     if case.legal:
-        body += [c.source() for c in calls] + [""] + _inputs_source(pipeline) + [
+        body += schedule + [""] + _inputs_source(pipeline) + [
             f"got = {out}.realize({box})",
             f"want = halo.reference({out}, {box})"]
         if pipeline.output.value.is_float:
-            atol = float(tolerance(pipeline, __import__("numpy").zeros(1))[0])
+            atol = float(tolerance(pipeline, np.zeros(1))[0])
             body.append(f"np.testing.assert_allclose(got, want, rtol=1e-6, atol={atol!r})")
         else:
             body.append("np.testing.assert_array_equal(got, want)")
     else:
-        body += [c.source() for c in calls[:-1]] + [""] + _inputs_source(pipeline) + [
-            "try:", f"    {calls[-1].source()}",
+        body += schedule[:-1] + [""] + _inputs_source(pipeline) + [
+            "try:", f"    {schedule[-1]}",
             f"    {out}.realize({box})",
             "except halo.HaloError:", "    return",
             f'raise AssertionError("the illegal call ({rule}) was accepted")']

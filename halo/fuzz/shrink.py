@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from halo.autoschedule.random_pipeline import random_pipeline
 from halo.fuzz.check import Case, Outcome, case_program
+from halo.random_programs.random_pipeline import random_pipeline
 
 RunMany = Callable[[list[Case]], list[Outcome]]
 

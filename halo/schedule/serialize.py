@@ -16,11 +16,11 @@ loops wait until the end.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
-from halo.schedule.conditions import condition_from_json, condition_text, condition_to_json
+from halo.schedule.calls import Call, IntrinsicRef, StageRef, calls_source
+from halo.schedule.conditions import condition_from_json, condition_to_json
 from halo.schedule.records import (
     CacheOrigin,
     Dim,
@@ -40,37 +40,6 @@ _KIND_CALL = {ForKind.VECTORIZED: "vectorize", ForKind.UNROLLED: "unroll",
               ForKind.PARALLEL: "parallel", ForKind.VTHREAD: "vthread"}
 # Loops bound together in one call (the call checks that they are adjacent).
 _GROUP_CALL = {ForKind.GPU_BLOCK: "gpu_blocks", ForKind.GPU_THREAD: "gpu_threads"}
-# Calls whose string arguments are not loop names.
-_STRING_ARGS = ("store_in", "cache_read", "cache_write")
-
-
-@dataclass(frozen=True)
-class Call:
-    """One schedule call: `target.method(*args, **kwargs)`. `target` is a Func name and
-    a stage (0: the Func itself, i: `.update(i - 1)`), or an input for cache_read, and
-    `branch`, a condition, for `.specialize(branch)` of that stage; Func-valued arguments
-    are `StageRef`s, loop names are strings. `result` names the Func the call returns
-    (cache_read, cache_write, rfactor), which later calls refer to."""
-    func: str
-    stage: int
-    method: str
-    args: tuple
-    kwargs: tuple[tuple[str, object], ...] = ()
-    branch: object = None
-    result: str | None = None
-
-
-@dataclass(frozen=True)
-class StageRef:
-    func: str
-    stage: int
-
-
-@dataclass(frozen=True)
-class IntrinsicRef:
-    """A `halo.Intrinsic`, by the name it was declared with."""
-    name: str
-
 
 def replay_plan(schedules: dict[str, FuncSchedule]) -> list[Call]:
     """The calls that rebuild `schedules` (Func name -> its schedule), in order."""
@@ -102,7 +71,7 @@ def _func_calls(name: str, sched: FuncSchedule, schedules: dict[str, FuncSchedul
     calls = []
     for k, stage in enumerate(sched.stages):
         for spec in stage.specializations:
-            calls.append(Call(name, k, "specialize", (spec.condition,)))
+            calls.append(Call(StageRef(name, k), "specialize", (spec.condition,)))
             calls += _stage_calls(name, k, spec.schedule, schedules, spec.condition)
         calls += _stage_calls(name, k, stage, schedules)
     return calls + _placement_calls(name, sched)
@@ -111,45 +80,43 @@ def _func_calls(name: str, sched: FuncSchedule, schedules: dict[str, FuncSchedul
 def _cache_call(name: str, origin: CacheOrigin) -> Call:
     kwargs = () if origin.readers is None else \
         (("readers", tuple(StageRef(r, 0) for r in origin.readers)),)
-    return Call(origin.source, 0, f"cache_{origin.kind}", (origin.scope,), kwargs,
+    return Call(StageRef(origin.source), f"cache_{origin.kind}", (origin.scope,), kwargs,
                 result=name)
 
 
 def _stage_calls(name: str, k: int, stage: StageSchedule,
                  schedules: dict[str, FuncSchedule], branch: object = None) -> list[Call]:
     calls: list[Call] = []
+    at = StageRef(name, k, branch)
     rf = stage.rfactor
     if rf is not None:
         calls += _stage_calls(name, k, rf.prior, schedules, branch)
         kwargs = () if rf.intermediate == default_name(name, k) else \
             (("name", rf.intermediate),)
-        calls.append(Call(name, k, "rfactor", (rf.loop, rf.var), kwargs, branch,
-                          rf.intermediate))
+        calls.append(Call(at, "rfactor", (rf.loop, rf.var), kwargs, rf.intermediate))
         calls += _func_calls(rf.intermediate, schedules[rf.intermediate], schedules)
     if stage.atomic:
-        calls.append(Call(name, k, "atomic", (), branch=branch))
+        calls.append(Call(at, "atomic"))
     if stage.allow_races:
-        calls.append(Call(name, k, "allow_race_conditions", (), branch=branch))
+        calls.append(Call(at, "allow_race_conditions"))
     for t in stage.transforms:
         if isinstance(t, Split):
             kwargs = () if t.tail == "auto" else (("tail", t.tail),)
-            calls.append(Call(name, k, "split", (t.old, t.outer, t.inner, t.factor), kwargs,
-                              branch))
+            calls.append(Call(at, "split", (t.old, t.outer, t.inner, t.factor), kwargs))
         elif isinstance(t, Fuse):
-            calls.append(Call(name, k, "fuse", (t.outer, t.inner, t.fused), branch=branch))
+            calls.append(Call(at, "fuse", (t.outer, t.inner, t.fused)))
         else:
-            calls.append(Call(name, k, "reorder", t.names, branch=branch))
+            calls.append(Call(at, "reorder", t.names))
     for kind, method in _GROUP_CALL.items():
         group = tuple(d.name for d in stage.dims if d.kind is kind)
         if group:
-            calls.append(Call(name, k, method, group, branch=branch))
+            calls.append(Call(at, method, group))
     for d in stage.dims:
         if d.kind in _KIND_CALL:
-            calls.append(Call(name, k, _KIND_CALL[d.kind], (d.name,), branch=branch))
+            calls.append(Call(at, _KIND_CALL[d.kind], (d.name,)))
     if stage.tensorize is not None:
-        calls.append(Call(name, k, "tensorize", (stage.tensorize.var,
-                                                 IntrinsicRef(stage.tensorize.intrinsic)),
-                          branch=branch))
+        calls.append(Call(at, "tensorize", (stage.tensorize.var,
+                                            IntrinsicRef(stage.tensorize.intrinsic))))
     return calls
 
 
@@ -160,16 +127,17 @@ def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
         if level is None or (made and verb == "compute" and level.kind == "root"):
             continue
         if level.kind == "at":
-            calls.append(Call(name, 0, f"{verb}_at", (StageRef(level.func, level.stage),
-                                                       level.var)))
+            calls.append(Call(StageRef(name), f"{verb}_at", (StageRef(level.func, level.stage),
+                                                              level.var)))
         else:
-            calls.append(Call(name, 0, f"{verb}_{level.kind}", ()))
+            calls.append(Call(StageRef(name), f"{verb}_{level.kind}"))
     if sched.memory_scope != "auto" and not (made and sched.memory_scope == made.scope):
-        calls.append(Call(name, 0, "store_in", (sched.memory_scope,)))
+        calls.append(Call(StageRef(name), "store_in", (sched.memory_scope,)))
     for var, (lo, extent) in sched.bounds.items():
-        calls.append(Call(name, 0, "bound", (var, lo, extent)))
+        calls.append(Call(StageRef(name), "bound", (var, lo, extent)))
     if sched.estimates is not None:
-        calls.append(Call(name, 0, "set_estimates", ([list(e) for e in sched.estimates],)))
+        calls.append(Call(StageRef(name), "set_estimates",
+                          ([list(e) for e in sched.estimates],)))
     return calls
 
 
@@ -182,49 +150,7 @@ def schedule_source(f) -> str:
     names the Funcs that cache_read/cache_write make after themselves."""
     from halo.lang.environment import Environment
     env = Environment.of([f])
-    plan = replay_plan({name: g.schedule for name, g in env.funcs.items()})
-    names: list[str] = []
-    for call in plan:
-        for a in call.args:
-            if isinstance(a, str) and "." not in a and a not in names and \
-                    call.method not in _STRING_ARGS:
-                names.append(a)
-    lines = []
-    if names:
-        lhs = ", ".join(names) + ("," if len(names) == 1 else "")
-        lines.append(f'{lhs} = halo.vars("{" ".join(names)}")')
-    lines += [_call_text(c) for c in plan]
-    return "\n".join(lines) + "\n"
-
-
-def _target_text(func: str, stage: int, branch: object = None) -> str:
-    text = func if stage == 0 else f"{func}.update({stage - 1})"
-    return text if branch is None else f"{text}.specialize({condition_text(branch.node)})"
-
-
-def _arg_text(a: object, method: str) -> str:
-    if isinstance(a, StageRef):
-        return _target_text(a.func, a.stage)
-    if isinstance(a, IntrinsicRef):
-        return a.name
-    if isinstance(a, tuple):
-        return f"[{', '.join(_arg_text(x, method) for x in a)}]"
-    if isinstance(a, str) and method not in _STRING_ARGS:
-        return a  # a loop name, as the Var (or RVar, `r.x`) a user would write
-    if method == "specialize":
-        return condition_text(a.node)
-    if hasattr(a, "node"):
-        from halo.ir.printer import expr_to_str
-        return expr_to_str(a.node)
-    return repr(a)
-
-
-def _call_text(c: Call) -> str:
-    args = [_arg_text(a, c.method) for a in c.args]
-    args += [f"{k}={v!r}" if isinstance(v, str) else f"{k}={_arg_text(v, c.method)}"
-             for k, v in c.kwargs]
-    text = f"{_target_text(c.func, c.stage, c.branch)}.{c.method}({', '.join(args)})"
-    return text if c.result is None else f"{c.result} = {text}"
+    return calls_source(replay_plan({name: g.schedule for name, g in env.funcs.items()}))
 
 
 # -------------------------------------------------------------------------------- JSON
@@ -269,19 +195,20 @@ def _intermediates_in(data: dict) -> set[str]:
 def execute(call: Call, funcs: dict) -> None:
     """Run one schedule call on the Funcs (and inputs) of a pipeline, by name; a Func the
     call makes is added to `funcs`."""
-    if call.func not in funcs:
-        raise ScheduleError(f"the schedule calls {call.func}.{call.method}(...), but this "
-                            f"pipeline has no Func or input named {call.func}")
-    f = funcs[call.func]
-    target = f if call.stage == 0 else f.update(call.stage - 1)
-    if call.branch is not None:
-        target = target.specialize(call.branch)
+    ref = call.target
+    if ref.func not in funcs:
+        raise ScheduleError(f"the schedule calls {ref.func}.{call.method}(...), but this "
+                            f"pipeline has no Func or input named {ref.func}")
+    f = funcs[ref.func]
+    target = f if ref.stage == 0 else f.update(ref.stage - 1)
+    if ref.condition is not None:
+        target = target.specialize(ref.condition)
     args = [_resolve(a, funcs) for a in call.args]
     kwargs = {k: _resolve(v, funcs) for k, v in call.kwargs}
     result = getattr(target, call.method)(*args, **kwargs)
     if call.result is not None:
         if result.name != call.result:
-            raise ScheduleError(f"{call.func}.{call.method}(...) made {result.name}, but the "
+            raise ScheduleError(f"{ref.func}.{call.method}(...) made {result.name}, but the "
                                 f"schedule expects {call.result}: apply the schedule to a "
                                 "freshly defined algorithm")
         funcs[call.result] = result

@@ -1,24 +1,21 @@
 """The random pipeline and schedule generators, the shrinker and the script writer."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import numpy as np
 import pytest
 
 import halo
-from halo.autoschedule.illegal_schedule import ILLEGAL_CALLS, illegal_schedule
-from halo.autoschedule.random_pipeline import MAX_STAGES, MIN_STAGES, random_pipeline
-from halo.autoschedule.random_schedule import (
-    LOOP_PRIMITIVES,
-    apply_schedule,
-    random_schedule,
-    schedule_source,
-)
-from halo.autoschedule.random_stages import STAGE_KINDS
 from halo.fuzz.check import MISMATCH, OK, REJECTED, Case, Outcome, case_program, run_case
 from halo.fuzz.script import case_script
 from halo.fuzz.shrink import shrink
+from halo.random_programs.illegal_schedule import ILLEGAL_CALLS, illegal_schedule
+from halo.random_programs.random_pipeline import MAX_STAGES, MIN_STAGES, random_pipeline
+from halo.random_programs.random_schedule import LOOP_PRIMITIVES, apply_schedule, random_schedule
+from halo.random_programs.random_stages import STAGE_KINDS
+from halo.schedule.calls import Call, calls_source
 
 
 def test_pipelines_are_deterministic_and_schedules_replay():
@@ -28,11 +25,20 @@ def test_pipelines_are_deterministic_and_schedules_replay():
         p, q = random_pipeline(seed), random_pipeline(seed)
         assert p.source() == q.source()
         calls = random_schedule(p, p.build(), seed)
-        assert schedule_source(calls) == schedule_source(random_schedule(q, q.build(), seed))
+        assert calls_source(calls) == calls_source(random_schedule(q, q.build(), seed))
         built = p.build()
         apply_schedule(calls, built)
         assert halo.schedule_source(built.output) == halo.schedule_source(
             _scheduled(p, calls).output)
+
+
+def test_random_schedules_round_trip_through_json():
+    """Drawn calls survive the JSON form a tuner's database stores."""
+    for seed in range(10):
+        p = random_pipeline(seed)
+        calls = random_schedule(p, p.build(), seed)
+        text = json.dumps([c.to_json() for c in calls])
+        assert [Call.from_json(d) for d in json.loads(text)] == calls
 
 
 def _scheduled(p, calls):
@@ -87,7 +93,7 @@ def test_schedules_use_caches_rfactor_atomic_and_specializations():
         built = p.build()
         calls = random_schedule(p, built, seed)
         used.update(c.method for c in calls)
-        specialized += sum(c.target.cond is not None for c in calls)
+        specialized += sum(c.target.condition is not None for c in calls)
         atomic = {c.target for c in calls if c.method == "atomic"}
         rvar_loops += sum(c.target in atomic and c.method in ("parallel", "vectorize")
                           for c in calls)
@@ -102,7 +108,7 @@ def test_script_of_a_case_with_new_funcs_and_specializations_runs():
         case = Case(seed, seed * 7 + 1)
         _, calls, _ = case_program(case)
         if {c.method for c in calls} & NEW_FUNC_CALLS and \
-                any(c.target.cond is not None for c in calls):
+                any(c.target.condition is not None for c in calls):
             break
     assert run_case(case).kind == OK
     text = case_script(case, Outcome(OK), "example")

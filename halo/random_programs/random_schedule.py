@@ -1,108 +1,56 @@
 """Random schedules for random pipelines: legal ones, and illegal ones that halo must
 reject with a `HaloError`.
 
-A schedule is a list of `Call`s (one schedule method call each), applied in order to the
-Funcs of a built pipeline. `random_schedule(pipeline, built, seed)` draws a legal one:
-Funcs are visited consumers first; each gets a placement (inline, root, or compute_at /
-store_at a loop that encloses every use) and then, per stage, a few loop transformations
-drawn from `LOOP_PRIMITIVES`: a table with one entry per schedule primitive, each a
-function that draws a legal use of it for the stage's current loops, or None where it
-doesn't apply. A new primitive is one more function and one more table entry.
+A schedule is a list of `halo.schedule.calls.Call`s (one schedule method call each),
+applied in order to the Funcs of a built pipeline. `random_schedule(pipeline, built,
+seed)` draws a legal one: Funcs are visited consumers first; each gets a placement
+(inline, root, or compute_at / store_at a loop that encloses every use) and then, per
+stage, a few loop transformations drawn from `LOOP_PRIMITIVES`: a table with one entry
+per schedule primitive, each a function that draws a legal use of it for the stage's
+current loops, or None where it doesn't apply. A new primitive is one more function and
+one more table entry.
 `illegal_schedule` draws a legal prefix and then one call from `ILLEGAL_CALLS`.
 """
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.lang.environment import Environment
+from halo.lang.var import Var
+from halo.random_programs.pipeline_spec import DIMS, BuiltPipeline, RandomPipeline
+from halo.schedule.calls import Call, StageRef
+from halo.schedule.serialize import execute
 
 FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
 
 
-@dataclass(frozen=True)
-class StageRef:
-    """A Func (stage 0) or its update `stage - 1`, as a schedule call's argument."""
-    func: str
-    stage: int = 0
-    cond: str | None = None  # the specialization of the stage under this condition
-
-    def source(self) -> str:
-        base = self.func if self.stage == 0 else f"{self.func}.update({self.stage - 1})"
-        return base if self.cond is None else f"{base}.specialize({self.cond})"
-
-    def resolve(self, funcs: dict, params: dict | None = None):
-        f = funcs[self.func] if self.func in funcs else (params or {})[self.func]
-        stage = f if self.stage == 0 else f.update(self.stage - 1)
-        if self.cond is None:
-            return stage
-        return stage.specialize(Source(self.cond).resolve(params))
-
-
-@dataclass(frozen=True)
-class Source:
-    """An argument written as halo source over the inputs (`in0.shape[1] % 8 == 0`)."""
-    text: str
-
-    def source(self) -> str:
-        return self.text
-
-    def resolve(self, params: dict | None):
-        import halo
-        namespace = {"halo": halo, **dict(zip(("c", "y", "x"), halo.vars("c y x"),
-                                              strict=True)), **(params or {})}
-        return eval(self.text, namespace)  # noqa: S307 - text drawn by this module
-
-
-@dataclass(frozen=True)
-class Call:
-    """`target.method(*args, **kwargs)`; loop names are strings."""
-    target: StageRef
-    method: str
-    args: tuple = ()
-    kwargs: tuple[tuple[str, object], ...] = ()
-    result: str | None = None  # the name the returned Func gets (cache_read, rfactor, ...)
-
-    def source(self) -> str:
-        args = [_arg_source(a) for a in self.args]
-        args += [f"{k}={_arg_source(v)}" for k, v in self.kwargs]
-        call = f"{self.target.source()}.{self.method}({', '.join(args)})"
-        return call if self.result is None else f"{self.result} = {call}"
-
-    def apply(self, funcs: dict, params: dict | None = None) -> None:
-        def resolve(a):
-            if isinstance(a, (StageRef, Source)):
-                return a.resolve(funcs, params) if isinstance(a, StageRef) else \
-                    a.resolve(params)
-            if isinstance(a, list):
-                return [resolve(x) for x in a]
-            return a
-        args = [resolve(a) for a in self.args]
-        kwargs = {k: resolve(v) for k, v in self.kwargs}
-        out = getattr(resolve(self.target), self.method)(*args, **kwargs)
-        if self.result is not None:
-            funcs[self.result] = out
-
-
-def _arg_source(a) -> str:
-    if isinstance(a, (StageRef, Source)):
-        return a.source()
-    if isinstance(a, list):
-        return f"[{', '.join(_arg_source(x) for x in a)}]"
-    return repr(a)
-
-
-def schedule_source(calls: list[Call]) -> str:
-    return "".join(c.source() + "\n" for c in calls)
-
-
 def apply_schedule(calls: list[Call], built: BuiltPipeline) -> None:
+    """Run the calls, in order, on a fresh build of their pipeline."""
     for c in calls:
-        c.apply(built.funcs, built.params)
+        apply_call(c, built)
+
+
+def apply_call(call: Call, built: BuiltPipeline) -> None:
+    """Run `call` on the built Funcs and inputs; a Func it makes joins `built.funcs`."""
+    objects = {**built.params, **built.funcs}
+    condition = call.target.condition
+    if isinstance(condition, str):
+        call = replace(call, target=replace(call.target,
+                                            condition=_condition(condition, built.params)))
+    execute(call, objects)
+    if call.result is not None:
+        built.funcs[call.result] = objects[call.result]
+
+
+def _condition(text: str, params: dict) -> object:
+    """A condition drawn as halo source over the inputs (`in0.shape[1] % 8 == 0`, or,
+    for an illegal one, over the pure Vars), as an expression."""
+    namespace = {**{name: Var(name) for name in DIMS[3]}, **params}
+    return eval(text, namespace)  # noqa: S307 - text drawn by this package
 
 
 @dataclass
@@ -150,7 +98,7 @@ class Drawer:
     placements: dict = field(default_factory=dict)  # name -> "inline" | "root" | (ref, var)
 
     def emit(self, call: Call) -> None:
-        call.apply(self.built.funcs, self.built.params)
+        apply_call(call, self.built)
         self.calls.append(call)
 
 
@@ -609,12 +557,12 @@ def draw_cache_write(drawer: Drawer, name: str, rng: random.Random) -> str | Non
     # generator can't predict as precisely as halo's bounds do.
     f = drawer.built.funcs[name]
     scope = "global"
-    new = _cache_name_of(f, scope)
+    new = predicted_cache_name(f, scope)
     drawer.emit(Call(StageRef(name), "cache_write", (scope,), result=new))
     return new
 
 
-def _cache_name_of(source, scope: str) -> str:
+def predicted_cache_name(source, scope: str) -> str:
     """The name `cache_read` / `cache_write` will give the new Func."""
     k = source.__dict__.get("_cache_counts", {}).get(scope, 0)
     return f"{source.name}_{scope}" if k == 0 else f"{source.name}_{scope}{k}"
@@ -647,11 +595,11 @@ def draw_cache_reads(drawer: Drawer, placer: Placer, rng: random.Random) -> None
         readers = sorted({g for g, _ in uses_now
                           if g in drawer.built.funcs and placer.placement(g) != "inline"})
         scope = rng.choice(("global", "global", "shared"))
-        new = _cache_name_of(obj, scope)
+        new = predicted_cache_name(obj, scope)
         if readers and rng.random() < 0.7:
             g = rng.choice(readers)
             drawer.emit(Call(StageRef(src), "cache_read", (scope,),
-                             (("readers", [StageRef(g)]),), result=new))
+                             (("readers", (StageRef(g),)),), result=new))
             stages = {k for h, k in uses_now if h == g}
             record = drawer.built.funcs[g].schedule.stages[min(stages)]
             if len(stages) == 1 and not record.specializations and rng.random() < 0.6:

@@ -1,23 +1,87 @@
 """The stage kinds random pipelines are drawn from: one function per kind.
 
-Each kind reads one or more earlier stages through `Drawing.producer` (which may put a
-new input behind a boundary condition), defines one Func and returns its `StageSpec`,
-or returns None when it doesn't apply (the drawing then tries another kind). Values are
+A `Drawing` is the state of one pipeline being drawn. Each kind reads one or more
+earlier stages through `Drawing.producer` (which may put a new input behind a boundary
+condition: the `boundary_input` kind), defines one Func and returns its `StageSpec`, or
+returns None when it doesn't apply (the drawing then tries another kind). Values are
 built with `random_values`, which keeps them in the ranges halo defines. `STAGE_KINDS`
 at the bottom is the table of kinds and their weights.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import random
+import re
+from dataclasses import dataclass, field, replace
 
-from halo.autoschedule import random_values as rv
-from halo.autoschedule.random_pipeline import DIMS, Drawing, StageSpec
-from halo.autoschedule.random_values import DTYPES, INT32_LIMIT, Value
+from halo.random_programs import random_values as rv
+from halo.random_programs.pipeline_spec import DIMS, InputSpec, StageSpec
+from halo.random_programs.random_values import DTYPES, INT32_LIMIT, Value
 
 COORD_LIMIT = 4096  # |coordinate| of any point a random pipeline computes
 BOUNDARIES = ("repeat_edge", "constant_exterior", "mirror_image", "mirror_interior",
               "repeat_image")
 INT_DTYPES = ("uint8", "int16", "int32")
+AWKWARD_SIZES = (1, 2, 3, 5, 6, 7, 9, 11, 13, 16, 17, 19, 23)
+
+
+@dataclass
+class Drawing:
+    """The state of one pipeline being drawn; stage kinds call its methods."""
+    rng: random.Random
+    channels: int
+    inputs: list[InputSpec] = field(default_factory=list)
+    stages: list[StageSpec] = field(default_factory=list)
+    counter: int = 0
+    resamples: int = 0
+
+    def fresh(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def choice(self, seq):
+        return self.rng.choice(list(seq))
+
+    def size(self, most: int = 23) -> int:
+        return self.choice([s for s in AWKWARD_SIZES if s <= most])
+
+    def new_input(self, ndim: int) -> InputSpec:
+        dtype = self.choice(("uint8", "int16", "int32", "float32"))
+        lo, hi, frac = {"uint8": (0, 255, 0), "int16": (-300, 300, 0),
+                        "int32": (-1000, 1000, 0), "float32": (-8.0, 8.0, 2)}[dtype]
+        shape = ((self.channels,) if ndim == 3 else ()) + (self.size(), self.size())
+        spec = InputSpec(f"in{len(self.inputs)}", dtype, shape, lo, hi, frac)
+        self.inputs.append(spec)
+        return spec
+
+    def new_weights(self, shape: tuple[int, ...]) -> InputSpec:
+        dtype = self.choice(("int16", "float32"))
+        lo, hi, frac = (-4, 4, 0) if dtype == "int16" else (-2.0, 2.0, 3)
+        spec = InputSpec(f"w{len(self.inputs)}", dtype, shape, lo, hi, frac)
+        self.inputs.append(spec)
+        return spec
+
+    def add(self, kind: str, ndim: int, value: Value, definition: list[str],
+            reads: list[str], name: str) -> StageSpec:
+        lines = (f'{name} = halo.Func("{name}")', *definition)
+        used = [r for r in dict.fromkeys(reads)
+                if any(re.search(rf"\b{r}\b", line) for line in definition)]
+        spec = StageSpec(name, kind, ndim, replace(value, src=name), lines, tuple(used))
+        self.stages.append(spec)
+        return spec
+
+    def producer(self, ndims=(2, 3), dtypes=None, exact: bool = False) -> StageSpec:
+        """A stage to read: a recent one (more likely), or an input behind a boundary
+        condition."""
+        ok = [s for s in self.stages if s.ndim in ndims and s.kind != "boundary_input"
+              and (dtypes is None or s.dtype in dtypes) and (not exact or s.value.exact)]
+        if ok and self.rng.random() < 0.8:
+            read = {r for s in self.stages for r in s.reads}
+            # Recent stages, and above all stages nobody reads yet, so the drawn stages
+            # end up in the pipeline rather than being left behind.
+            weights = [(i + 1) * (1 if s.name in read else 4 * len(ok))
+                       for i, s in enumerate(ok)]
+            return self.rng.choices(ok, weights)[0]
+        return boundary_input(self, ndims, dtypes, exact)
 
 
 def _off(var: str, k: int | str) -> str:

@@ -1,35 +1,12 @@
-"""Timing for the apps: the median wall-clock time of a callable, and the check-then-time
-routine every app's `main()` runs."""
+"""The check-then-time routine every app's `main()` runs: the compiled kernel against
+its NumPy version, first for equal results, then for speed (`halo.timing`)."""
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
 
-WARM_S = 0.05
-
-
-def warm_up(fn: Callable[[], object], seconds: float = WARM_S) -> None:
-    """Call `fn` for `seconds` (at least once): right after an idle spell, a 2 ms kernel
-    ran 3x slower in half its calls while the cores woke up; after 20 ms of work every
-    call ran at full speed."""
-    start = time.perf_counter()
-    fn()
-    while time.perf_counter() - start < seconds:
-        fn()
-
-
-def median_time(fn: Callable[[], object], repeats: int = 5) -> float:
-    """Median seconds of `repeats` calls of `fn`, after `warm_up`."""
-    warm_up(fn)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return times[len(times) // 2]
+from halo.timing import median_time
 
 
 def check_and_time(app: str, size: str, kernel, out_shape: tuple[int, ...],

@@ -10,8 +10,14 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
-from halo.autoschedule.random_schedule import Call, Drawer, Placer, StageRef, random_schedule
+from halo.random_programs.pipeline_spec import BuiltPipeline, RandomPipeline
+from halo.random_programs.random_schedule import (
+    Drawer,
+    Placer,
+    predicted_cache_name,
+    random_schedule,
+)
+from halo.schedule.calls import Call, StageRef
 from halo.schedule.records import Split
 
 
@@ -324,8 +330,9 @@ def cache_read_non_reader(d, placer, rng):
     if not options:
         return None
     src, g = rng.choice(options)
-    return Call(StageRef(src), "cache_read", ("global",), (("readers", [StageRef(g)]),),
-                result=f"{src}_bad")
+    source = d.built.funcs[src]
+    return Call(StageRef(src), "cache_read", ("global",), (("readers", (StageRef(g),)),),
+                result=predicted_cache_name(source, "global"))
 
 
 def cache_write_after_loops(d, placer, rng):
@@ -333,8 +340,11 @@ def cache_write_after_loops(d, placer, rng):
     names = [s.name for s in d.pipeline.stages if s.name in d.built.funcs
              and placer.placement(s.name) != "inline"
              and any(st.transforms for st in d.built.funcs[s.name].schedule.stages)]
-    return names and Call(StageRef(rng.choice(names)), "cache_write", ("global",),
-                          result="bad_cache") or None
+    if not names:
+        return None
+    name = rng.choice(names)
+    return Call(StageRef(name), "cache_write", ("global",),
+                result=predicted_cache_name(d.built.funcs[name], "global"))
 
 
 def specialize_on_loop_var(d, placer, rng):
