@@ -32,6 +32,7 @@ from halo.lang import (
                          Expr,
                          Func,
                          ImageParam,
+                         Intrinsic,
                          Param,
                          RDom,
                          RVar,
@@ -53,6 +54,7 @@ from halo.lang import (
                          pow,
                          product,
                          round,
+                         schedule_source,
                          select,
                          sin,
                          sqrt,
@@ -61,8 +63,6 @@ from halo.lang import (
                          vars,
 )
 from halo.pipeline import Pipeline, Target
-from halo.schedule.intrinsic import Intrinsic
-from halo.schedule.serialize import schedule_source
 
 __version__ = "0.1.0"
 

@@ -20,6 +20,7 @@ from halo.ir.printer import loop_nest_to_str
 from halo.ir.substitute import free_vars
 from halo.ir.types import Type, int64
 from halo.ir.visitor import deep_recursion
+from halo.lang.driver_seam import install_pipeline
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Func
 from halo.lower.bounds_inference import RegionCheck, describe
@@ -244,5 +245,7 @@ def _describe(a: object) -> str:
         return f"a {a.ndim}-D {a.dtype} array"
     return type(a).__name__
 
+
+install_pipeline(Pipeline)
 
 __all__ = ["Pipeline", "Target", "Kernel", "RegionCheck"]

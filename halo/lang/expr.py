@@ -21,6 +21,7 @@ import numpy as np
 
 from halo.errors import DefinitionError
 from halo.ir import nodes as n
+from halo.ir.printer import expr_to_str
 from halo.ir.types import Type, as_type, bool_, float32, int32
 
 Number = int | float | bool | np.number | np.bool_
@@ -48,7 +49,6 @@ class Expr:
         return self.node.type
 
     def __repr__(self) -> str:
-        from halo.ir.printer import expr_to_str
         return f"Expr({expr_to_str(self.node)}: {self.node.type})"
 
     def __bool__(self) -> bool:
