@@ -33,6 +33,7 @@ from halo.lang import (
                          Func,
                          ImageParam,
                          Intrinsic,
+                         NameScope,
                          Param,
                          RDom,
                          RVar,
@@ -73,5 +74,5 @@ __all__ = [
     "ImageParam", "Param", "RDom", "RVar", "Stage", "Var", "abs", "boundary", "cast", "ceil",
     "clamp", "cos", "exp", "floor", "log", "max", "maximum", "min", "minimum", "pow",
     "product", "round", "select", "sin", "sqrt", "sum", "tanh", "vars", "Pipeline", "Target",
-    "reference", "schedule_source", "Intrinsic",
+    "reference", "schedule_source", "Intrinsic", "NameScope",
 ]
