@@ -1,4 +1,4 @@
-"""What `cache_read` and `cache_write` (in `halo.lang.caching`) check and rewrite, over
+"""What `cache_read` and `cache_write` (in `lang/caching.py`) check and rewrite, over
 plain definitions: the scopes a copy may live in, whether a definition reads an object,
 and a definition with its reads of one object redirected to another."""
 from __future__ import annotations

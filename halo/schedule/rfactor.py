@@ -1,4 +1,4 @@
-"""What `rfactor` (in `halo.lang.rfactor`) and `atomic()` know about an update, over
+"""What `rfactor` (in `lang/rfactor.py`) and `atomic()` know about an update, over
 records and IR: the associative forms `f = f op e` they accept (`recognize`,
 `OPERATORS`), the intermediate's default name, and the reduction loops a stage's splits
 and fuses made, as reduction variables (`reduction_loops`). Integer overflow wraps, so

@@ -5,7 +5,7 @@ Both go through one *replay plan*: the list of schedule calls (`split`, `fuse`,
 records. `schedules_source` prints the plan; `apply_schedules_json` executes it on the
 Funcs of a freshly defined algorithm through the ordinary (validated) methods, so a
 pasted-back or reloaded schedule lowers to the same IR. They work on the schedules and
-objects of one pipeline, by name; `halo.lang.schedule_files` finds those from the
+objects of one pipeline, by name; `lang/schedule_files.py` finds those from the
 pipeline's output (`halo.schedule_source(f)`, `schedule_to_json(f)`, `apply_json`).
 
 The plan first makes the Funcs that `cache_read`/`cache_write` created (in the order

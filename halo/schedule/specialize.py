@@ -1,4 +1,4 @@
-"""What `specialize` (in `halo.lang.specialize`) records, over plain data: a fresh copy
+"""What `specialize` (in `lang/specialize.py`) records, over plain data: a fresh copy
 of a stage's schedule for a new branch, and a condition as the user wrote it."""
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Scheduling calls that only update stages have: the legality of running reduction
 loops out of order (see `races.py`), `atomic()` and `allow_race_conditions()` (`rfactor`,
-which makes a Func, is `halo.lang.func.Stage.rfactor`).
+which makes a Func, is `Stage.rfactor` in `lang/func.py`).
 """
 from __future__ import annotations
 
