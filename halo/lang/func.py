@@ -6,7 +6,7 @@
 
 Definitions are recorded as IR, never executed. Loop transformations and placement
 come from `halo.schedule` (of the pure stage; `f.update(i)` for updates); the verbs that
-make Funcs (cache_read/cache_write, rfactor, specialize) from their modules here.
+make Funcs come from `caching.py`, `rfactor.py` and `specialize.py` beside this module.
 """
 from __future__ import annotations
 

@@ -103,7 +103,7 @@ def rfactor(stage: Stage, rvar: object, v: object, name: str | None) -> Func:
     if intm_name in _names_reachable(f):
         raise error(f"a Func or input named '{intm_name}' is already part of this "
                     "pipeline; pass another name=... to rfactor")
-    intm = type(f)(intm_name)
+    intm = f._new_func(intm_name)
     var_expr = n.Var(var)
     intm[(Var(var), *f.args)] = Expr(n.const(identity(f.type), f.type))
 

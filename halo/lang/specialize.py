@@ -29,8 +29,7 @@ from halo.ir.visitor import walk
 from halo.lang.expr import Expr, as_expr
 from halo.program import provided_names
 from halo.schedule.records import Dim, Specialization, StageSchedule
-from halo.schedule.specialize import copy_stage
-from halo.schedule.specialize import shown_condition as _shown
+from halo.schedule.specialize import copy_stage, shown_condition
 from halo.schedule.stage import Schedulable
 
 
@@ -46,7 +45,8 @@ class Specialized(Schedulable):
         return self.spec.schedule
 
     def _stage_label(self) -> str:
-        return f"{self.parent._stage_label()}.specialize({_shown(self.spec.condition.node)})"
+        shown = shown_condition(self.spec.condition.node)
+        return f"{self.parent._stage_label()}.specialize({shown})"
 
     def _reduction_order_problem(self, new_dims: list[Dim],
                                  sched: StageSchedule | None = None) -> str | None:
@@ -97,7 +97,7 @@ def specialize(stage: Schedulable, condition: object) -> Specialized:
                             "boolean Expr over Params and input extents, e.g. "
                             "inp.shape[1] % 8 == 0")
     cond = as_expr(condition)
-    call = f"{label}.specialize({_shown(cond.node)})"
+    call = f"{label}.specialize({shown_condition(cond.node)})"
     if not (cond.type.is_bool and cond.type.lanes == 1):
         raise ScheduleError(f"{call}: the condition has type {cond.type}; it must be a "
                             "boolean, e.g. a comparison")
