@@ -8,7 +8,8 @@ the ones halo makes up (`f0`, `sum3`, `inp_repeat_edge1`) are numbered per prefi
 
 Outside any `with` block, names come from one default scope for the whole process (so
 a script that builds one algorithm needs no block). Two different objects reached by one
-pipeline may not share a name (see environment).
+pipeline may not share a name (see environment), so objects made in two scopes (both
+may hand out `f0`) belong in two pipelines.
 """
 from __future__ import annotations
 
