@@ -32,6 +32,8 @@ from halo.lang import (
                          Expr,
                          Func,
                          ImageParam,
+                         Intrinsic,
+                         NameScope,
                          Param,
                          RDom,
                          RVar,
@@ -53,6 +55,7 @@ from halo.lang import (
                          pow,
                          product,
                          round,
+                         schedule_source,
                          select,
                          sin,
                          sqrt,
@@ -61,8 +64,6 @@ from halo.lang import (
                          vars,
 )
 from halo.reference import reference
-from halo.schedule.intrinsic import Intrinsic
-from halo.schedule.serialize import schedule_source
 from halo.target import Target
 from halo.version import __version__
 
@@ -73,5 +74,5 @@ __all__ = [
     "ImageParam", "Param", "RDom", "RVar", "Stage", "Var", "abs", "boundary", "cast", "ceil",
     "clamp", "cos", "exp", "floor", "log", "max", "maximum", "min", "minimum", "pow",
     "product", "round", "select", "sin", "sqrt", "sum", "tanh", "vars", "Pipeline", "Target",
-    "reference", "schedule_source", "Intrinsic", "__version__",
+    "reference", "schedule_source", "Intrinsic", "NameScope", "__version__",
 ]

@@ -15,6 +15,7 @@ import numpy as np
 from halo.errors import HaloError
 from halo.ir.printer import loop_nest_to_str
 from halo.ir.visitor import deep_recursion
+from halo.lang.driver_seam import install_pipeline
 from halo.lang.environment import Environment
 from halo.lang.func import Func
 from halo.lower.pipeline import Lowered, lower
@@ -50,5 +51,8 @@ class Pipeline:
         result = self.compile(target).run(shape, out, origin, inputs, {})
         return result[0] if len(self.outputs) == 1 else result
 
+
+# Func.realize/compile/lower run through this (the language can't import the driver).
+install_pipeline(Pipeline)
 
 __all__ = ["Pipeline", "Target", "Kernel"]

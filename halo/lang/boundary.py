@@ -12,13 +12,15 @@ from collections.abc import Callable, Sequence
 from halo.errors import DefinitionError
 from halo.lang.expr import Expr, as_expr, clamp, select
 from halo.lang.func import Func
+from halo.lang.inputs import Buffer, ImageParam
 from halo.lang.names import unique_name
 from halo.lang.var import Var
 
 Bounds = Sequence[tuple[object, object]]
+Source = Func | ImageParam | Buffer  # what a boundary condition reads inside its box
 
 
-def _box(source, bounds: Bounds | None, kind: str) -> list[tuple[Expr, Expr]]:
+def _box(source: Source, bounds: Bounds | None, kind: str) -> list[tuple[Expr, Expr]]:
     if bounds is None:
         shape = getattr(source, "shape", None)
         if shape is None or isinstance(source, Func):
@@ -32,7 +34,7 @@ def _box(source, bounds: Bounds | None, kind: str) -> list[tuple[Expr, Expr]]:
     return [(as_expr(lo), as_expr(ext)) for lo, ext in bounds]
 
 
-def _make(source, bounds: Bounds | None, kind: str,
+def _make(source: Source, bounds: Bounds | None, kind: str,
           coord: Callable[[Expr, Expr, Expr], Expr],
           outside_value: object | None = None) -> Func:
     box = _box(source, bounds, kind)
@@ -51,22 +53,22 @@ def _make(source, bounds: Bounds | None, kind: str,
     return out
 
 
-def repeat_edge(source, bounds: Bounds | None = None) -> Func:
+def repeat_edge(source: Source, bounds: Bounds | None = None) -> Func:
     """Outside the box, the nearest edge value: `aaa|abcd|ddd`."""
     return _make(source, bounds, "repeat_edge", lambda v, lo, ext: v)
 
 
-def constant_exterior(source, value, bounds: Bounds | None = None) -> Func:
+def constant_exterior(source: Source, value: object, bounds: Bounds | None = None) -> Func:
     """Outside the box, `value`: `vvv|abcd|vvv`."""
     return _make(source, bounds, "constant_exterior", lambda v, lo, ext: v, value)
 
 
-def repeat_image(source, bounds: Bounds | None = None) -> Func:
+def repeat_image(source: Source, bounds: Bounds | None = None) -> Func:
     """The box tiles the plane: `bcd|abcd|abc`."""
     return _make(source, bounds, "repeat_image", lambda v, lo, ext: (v - lo) % ext + lo)
 
 
-def mirror_image(source, bounds: Bounds | None = None) -> Func:
+def mirror_image(source: Source, bounds: Bounds | None = None) -> Func:
     """Reflection including the edge: `dcba|abcd|dcba`."""
     def coord(v, lo, ext):
         m = (v - lo) % (2 * ext)
@@ -74,7 +76,7 @@ def mirror_image(source, bounds: Bounds | None = None) -> Func:
     return _make(source, bounds, "mirror_image", coord)
 
 
-def mirror_interior(source, bounds: Bounds | None = None) -> Func:
+def mirror_interior(source: Source, bounds: Bounds | None = None) -> Func:
     """Reflection about the edge pixel: `dcb|abcd|cba`."""
     def coord(v, lo, ext):
         m = (v - lo) % (2 * ext - 2)

@@ -21,6 +21,7 @@ import numpy as np
 
 from halo.errors import DefinitionError
 from halo.ir import nodes as n
+from halo.ir.printer import expr_to_str
 from halo.ir.types import Type, as_type, bool_, float32, int32
 
 Number = int | float | bool | np.number | np.bool_
@@ -48,7 +49,6 @@ class Expr:
         return self.node.type
 
     def __repr__(self) -> str:
-        from halo.ir.printer import expr_to_str
         return f"Expr({expr_to_str(self.node)}: {self.node.type})"
 
     def __bool__(self) -> bool:
@@ -61,41 +61,41 @@ class Expr:
         return cast(dtype, self)
 
     # arithmetic
-    def __add__(self, o): return _binary(n.Add, self, o)
-    def __radd__(self, o): return _binary(n.Add, o, self)
-    def __sub__(self, o): return _binary(n.Sub, self, o)
-    def __rsub__(self, o): return _binary(n.Sub, o, self)
-    def __mul__(self, o): return _binary(n.Mul, self, o)
-    def __rmul__(self, o): return _binary(n.Mul, o, self)
-    def __truediv__(self, o): return _true_div(self, o)
-    def __rtruediv__(self, o): return _true_div(o, self)
-    def __floordiv__(self, o): return _floor_div(self, o)
-    def __rfloordiv__(self, o): return _floor_div(o, self)
-    def __mod__(self, o): return _binary(n.Mod, self, o)
-    def __rmod__(self, o): return _binary(n.Mod, o, self)
-    def __pow__(self, o): return pow(self, o)
-    def __rpow__(self, o): return pow(o, self)
-    def __neg__(self): return _binary(n.Sub, 0, self)
-    def __pos__(self): return self
-    def __abs__(self): return abs(self)
+    def __add__(self, o: object) -> Expr: return _binary(n.Add, self, o)
+    def __radd__(self, o: object) -> Expr: return _binary(n.Add, o, self)
+    def __sub__(self, o: object) -> Expr: return _binary(n.Sub, self, o)
+    def __rsub__(self, o: object) -> Expr: return _binary(n.Sub, o, self)
+    def __mul__(self, o: object) -> Expr: return _binary(n.Mul, self, o)
+    def __rmul__(self, o: object) -> Expr: return _binary(n.Mul, o, self)
+    def __truediv__(self, o: object) -> Expr: return _true_div(self, o)
+    def __rtruediv__(self, o: object) -> Expr: return _true_div(o, self)
+    def __floordiv__(self, o: object) -> Expr: return _floor_div(self, o)
+    def __rfloordiv__(self, o: object) -> Expr: return _floor_div(o, self)
+    def __mod__(self, o: object) -> Expr: return _binary(n.Mod, self, o)
+    def __rmod__(self, o: object) -> Expr: return _binary(n.Mod, o, self)
+    def __pow__(self, o: object) -> Expr: return pow(self, o)
+    def __rpow__(self, o: object) -> Expr: return pow(o, self)
+    def __neg__(self) -> Expr: return _binary(n.Sub, 0, self)
+    def __pos__(self) -> Expr: return self
+    def __abs__(self) -> Expr: return abs(self)
 
     # comparisons (a > b is built as b < a)
-    def __lt__(self, o): return _binary(n.LT, self, o)
-    def __le__(self, o): return _binary(n.LE, self, o)
-    def __gt__(self, o): return _binary(n.LT, o, self)
-    def __ge__(self, o): return _binary(n.LE, o, self)
-    def __eq__(self, o): return _binary(n.EQ, self, o)  # type: ignore[override]
-    def __ne__(self, o): return _binary(n.NE, self, o)  # type: ignore[override]
+    def __lt__(self, o: object) -> Expr: return _binary(n.LT, self, o)
+    def __le__(self, o: object) -> Expr: return _binary(n.LE, self, o)
+    def __gt__(self, o: object) -> Expr: return _binary(n.LT, o, self)
+    def __ge__(self, o: object) -> Expr: return _binary(n.LE, o, self)
+    def __eq__(self, o: object) -> Expr: return _binary(n.EQ, self, o)  # type: ignore[override]
+    def __ne__(self, o: object) -> Expr: return _binary(n.NE, self, o)  # type: ignore[override]
 
     # logical on bool, bitwise on integers
-    def __and__(self, o): return _logical(n.And, self, o)
-    def __rand__(self, o): return _logical(n.And, o, self)
-    def __or__(self, o): return _logical(n.Or, self, o)
-    def __ror__(self, o): return _logical(n.Or, o, self)
-    def __xor__(self, o): return _logical(n.Xor, self, o)
-    def __rxor__(self, o): return _logical(n.Xor, o, self)
+    def __and__(self, o: object) -> Expr: return _logical(n.And, self, o)
+    def __rand__(self, o: object) -> Expr: return _logical(n.And, o, self)
+    def __or__(self, o: object) -> Expr: return _logical(n.Or, self, o)
+    def __ror__(self, o: object) -> Expr: return _logical(n.Or, o, self)
+    def __xor__(self, o: object) -> Expr: return _logical(n.Xor, self, o)
+    def __rxor__(self, o: object) -> Expr: return _logical(n.Xor, o, self)
 
-    def __invert__(self):
+    def __invert__(self) -> Expr:
         if self.type.is_float:
             raise DefinitionError(f"`~` needs a bool or integer operand, not {self.type}")
         return Expr(n.Not(self.node), self.deps)

@@ -4,61 +4,48 @@
     f[y, x] = f[y, x] + e update definition (also `+=`, `-=`, `*=`)
     h[idx(r)] += 1        scatter update over an RDom (left side may use RVars)
 
-Definitions are recorded as IR, never executed. Scheduling methods come from
-`halo.schedule` (loop transformations of the pure stage; `f.update(i)` for updates).
+Definitions are recorded as IR, never executed. Loop transformations and placement
+come from `halo.schedule` (of the pure stage; `f.update(i)` for updates); the verbs that
+make Funcs come from `caching.py`, `rfactor.py` and `specialize.py` beside this module.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from halo.errors import DefinitionError
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import var_names
 from halo.ir.types import Type, bool_
-from halo.lang.expr import Expr, _weak_const, as_expr
-from halo.lang.inputs import index_args
+from halo.ir.visitor import walk
+from halo.lang.caching import CacheWrite, note_reads
+from halo.lang.driver_seam import pipeline
+from halo.lang.expr import Expr, _binary, _weak_const, as_expr
+from halo.lang.indexing import index_args
 from halo.lang.names import claim_name
 from halo.lang.rdom import RDom
+from halo.lang.rfactor import rfactor
+from halo.lang.specialize import Specializable
 from halo.lang.var import RVar, Var
+from halo.program import Definition, provided_names
 from halo.schedule import Dim, FuncPlacement, FuncSchedule, Schedulable, StageSchedule
-from halo.schedule.caching import CacheRead, CacheWrite, register_func
 from halo.schedule.update_stage import UpdateStage
 
-
-@dataclass(frozen=True)
-class Definition:
-    """One definition of a Func: `func[args] = value`, over `rdom` for updates that
-    use one. `deps` holds the objects the definition refers to (Funcs, inputs, Params,
-    RDoms)."""
-    args: tuple[n.Expr, ...]
-    value: n.Expr
-    rdom: RDom | None
-    deps: frozenset
-
-    def pure_var_names(self) -> list[str]:
-        """The pure Vars that index this definition directly, outermost first."""
-        provided = provided_names(self.deps)
-        return [a.name for a in self.args if isinstance(a, n.Var) and a.name not in provided]
+if TYPE_CHECKING:
+    from halo.lower.pipeline import Lowered
+    from halo.runtime import Kernel
+    from halo.target import Target
 
 
-def _index(name: str, key, ndim: int | None) -> tuple[Expr, ...]:
+def _index(name: str, key: object, ndim: int | None) -> tuple[Expr, ...]:
     """Index Exprs of `f[key]`; `f[()]` indexes a 0-d Func."""
     if isinstance(key, tuple) and not key:
         if ndim not in (None, 0):
             raise DefinitionError(f"Func {name} has {ndim} dimension(s); f[()] is for 0-d Funcs")
         return ()
     return index_args(name, key, ndim)
-
-
-def provided_names(deps) -> set[str]:
-    """Names of the Vars that the objects in `deps` stand for (Params, input extents,
-    reduction variables), as opposed to pure Vars."""
-    names: set[str] = set()
-    for d in deps:
-        if hasattr(d, "provided_names"):
-            names |= d.provided_names()
-    return names
 
 
 class _Update:
@@ -92,12 +79,12 @@ class FuncRef(Expr):
     def deps(self) -> frozenset:  # type: ignore[override]
         return frozenset({self.func}).union(*(a.deps for a in self.args))
 
-    def __iadd__(self, value): return _Update(self, n.Add, value)
-    def __isub__(self, value): return _Update(self, n.Sub, value)
-    def __imul__(self, value): return _Update(self, n.Mul, value)
+    def __iadd__(self, value: object) -> _Update: return _Update(self, n.Add, value)
+    def __isub__(self, value: object) -> _Update: return _Update(self, n.Sub, value)
+    def __imul__(self, value: object) -> _Update: return _Update(self, n.Mul, value)
 
 
-class Stage(UpdateStage):
+class Stage(UpdateStage, Specializable):
     """An update definition of a Func, for scheduling: `f.update(i)`."""
 
     def __init__(self, func: Func, index: int):
@@ -122,8 +109,25 @@ class Stage(UpdateStage):
     def __repr__(self) -> str:
         return f"Stage({self._stage_label()})"
 
+    def rfactor(self, rvar: object, v: object, name: str | None = None) -> Func:
+        """Split this associative update into an intermediate Func, which reduces over
+        every reduction loop but `rvar` for each value of a new pure Var `v` (its first,
+        outermost dimension, followed by this Func's dimensions), and a merge of the
+        intermediate over `rvar`, which becomes this stage. Returns the intermediate
+        (named `name`, default `<func>_intm`), to schedule like any Func.
 
-class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
+            for r.x in range(H):             intm = f.update(0).rfactor(r.x, u)
+              for r.y in range(W):      ->   for u, r.y:  intm[u] = intm[u] + g[u, r.y]
+                f[()] = f[()] + g[r.x, r.y]  for r.x:     f[()] = f[()] + intm[r.x]
+
+        `rvar` may be a loop made by splitting or fusing reduction loops. The update must
+        be `f = f op e` (or `e op f`, `min/max(f, e)`, `f - e`) with op one of + * min
+        max and e free of f; anything else is refused.
+        """
+        return rfactor(self, rvar, v, name)
+
+
+class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
     """A stage of an algorithm: a function over integer coordinates."""
 
     def __init__(self, name: str | None = None):
@@ -132,12 +136,14 @@ class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
         self._updates: list[Definition] = []
         self._args: tuple[Var, ...] = ()
         self.schedule = FuncSchedule()
-        register_func(self)
 
     __hash__ = object.__hash__
 
     def __repr__(self) -> str:
         return f"Func({self.name!r})"
+
+    def _new_func(self, name: str) -> Func:
+        return Func(name)
 
     # -------------------------------------------------------------------- inspection
 
@@ -185,11 +191,11 @@ class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
 
     # ------------------------------------------------------------------ definitions
 
-    def __getitem__(self, key) -> FuncRef:
+    def __getitem__(self, key: object) -> FuncRef:
         ndim = self.dimensions if self._pure is not None else None
         return FuncRef(self, _index(self.name, key, ndim))
 
-    def __setitem__(self, key, value) -> None:
+    def __setitem__(self, key: object, value: object) -> None:
         args = _index(self.name, key, None)
         if isinstance(value, _Update):
             if value.ref.func is not self:
@@ -237,6 +243,7 @@ class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
                 "not on the left side")
         self._args = tuple(args)
         self._pure = Definition(tuple(a.node for a in args), e.node, None, e.deps)
+        note_reads(self, self._pure)
         self.schedule.stages = [StageSchedule([Dim(nm) for nm in names])]
 
     def _define_update(self, args: tuple[Expr, ...], value: object) -> None:
@@ -286,6 +293,7 @@ class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
         self._check_self_calls(lhs, e.node, stage_pure)
         definition = Definition(tuple(a.node for a in args), e.node, rdom, deps)
         self._updates.append(definition)
+        note_reads(self, definition)
         dims = [Dim(nm) for nm in pure_names if nm in stage_pure]
         dims += [Dim(r.name, pure=False) for r in (rdom.rvars if rdom else ())]
         self.schedule.stages.append(StageSchedule(dims))
@@ -293,7 +301,6 @@ class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
     def _check_self_calls(self, lhs: str, value: n.Expr, stage_pure: list[str]) -> None:
         """A pure Var of an update must index its own dimension in every read of the Func
         itself, so the points of the update are independent of each other."""
-        from halo.ir.visitor import walk
         pure_names = [v.name for v in self._args]
         for node in walk(value):
             if isinstance(node, n.Call) and node.name == self.name:
@@ -307,26 +314,28 @@ class Func(Schedulable, FuncPlacement, CacheRead, CacheWrite):
 
     # ------------------------------------------------------------ running (delegates)
 
-    def realize(self, shape=None, inputs=None, target="host", out=None, origin=None):
-        from halo.driver import Pipeline
-        return Pipeline([self]).realize(shape, inputs=inputs, target=target, out=out,
+    def realize(self, shape: object = None, inputs: dict | None = None,
+                target: str | Target = "host", out: np.ndarray | None = None,
+                origin: object = None) -> np.ndarray:
+        """Compile this Func as a one-output pipeline and run it over `shape` (or into
+        `out`), with `inputs` bound; returns the result."""
+        return pipeline([self]).realize(shape, inputs=inputs, target=target, out=out,
                                         origin=origin)
 
-    def compile(self, target="host"):
-        from halo.driver import Pipeline
-        return Pipeline([self]).compile(target)
+    def compile(self, target: str | Target = "host") -> Kernel:
+        """This Func as a compiled one-output pipeline."""
+        return pipeline([self]).compile(target)
 
-    def lower(self, target="host"):
-        from halo.driver import Pipeline
-        return Pipeline([self]).lower(target)
+    def lower(self, target: str | Target = "host") -> Lowered:
+        """This Func's one-output pipeline, lowered to a loop nest."""
+        return pipeline([self]).lower(target)
 
-    def print_loop_nest(self, target="host") -> None:
-        from halo.driver import Pipeline
-        Pipeline([self]).print_loop_nest(target)
+    def print_loop_nest(self, target: str | Target = "host") -> None:
+        """Print the loop nest of this Func's one-output pipeline."""
+        pipeline([self]).print_loop_nest(target)
 
 
 def _binary_update(u: _Update) -> Expr:
-    from halo.lang.expr import _binary
     ref = u.ref
     f = ref.func
     value = u.value

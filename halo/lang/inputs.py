@@ -11,29 +11,11 @@ import numpy as np
 from halo.errors import DefinitionError
 from halo.ir import nodes as n
 from halo.ir.types import Type, as_type, int32
-from halo.lang.expr import Expr, as_expr
+from halo.lang.caching import CacheRead
+from halo.lang.expr import Expr
+from halo.lang.func import Func
+from halo.lang.indexing import index_args
 from halo.lang.names import claim_name
-from halo.schedule.caching import CacheRead
-
-
-def index_args(owner: str, key: object, ndim: int | None) -> tuple[Expr, ...]:
-    """The index Exprs of `owner[key]`, checked: integer-typed, right count."""
-    if not isinstance(key, tuple):
-        key = (key,)
-    args = tuple(as_expr(k) for k in key)
-    for i, a in enumerate(args):
-        if not (a.type.is_integer or a.type.is_bool):
-            raise DefinitionError(f"{owner}: index {i} has type {a.type}; indices must be "
-                                  "integers (use halo.cast(halo.int32, ...) or floor)")
-    if ndim is not None and len(args) != ndim:
-        raise DefinitionError(f"{owner} has {ndim} dimension(s) but was indexed with "
-                              f"{len(args)}: {owner}[{', '.join(map(_short, args))}]")
-    return tuple(a if a.type == int32 else a.astype(int32) for a in args)
-
-
-def _short(e: Expr) -> str:
-    from halo.ir.printer import expr_to_str
-    return expr_to_str(e.node)
 
 
 class _Input(CacheRead):
@@ -49,7 +31,10 @@ class _Input(CacheRead):
         self.shape: tuple[Expr, ...] = tuple(
             Expr(n.Var(f"{self.name}.extent.{i}", int32), (self,)) for i in range(ndim))
 
-    def __getitem__(self, key) -> Expr:
+    def _new_func(self, name: str) -> Func:
+        return Func(name)
+
+    def __getitem__(self, key: object) -> Expr:
         args = index_args(self.name, key, self.ndim)
         deps = frozenset({self}).union(*(a.deps for a in args))
         return Expr(n.Call(self.dtype, self.name, tuple(a.node for a in args),

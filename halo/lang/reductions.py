@@ -10,17 +10,24 @@ The result keeps the type of `e` (a sum of uint8 wraps around: cast first).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from halo.errors import DefinitionError
 from halo.ir import nodes as n
+from halo.ir.types import Type
 from halo.ir.visitor import walk
 from halo.lang.expr import Expr, as_expr
-from halo.lang.func import Func, provided_names
+from halo.lang.expr import max as max_
+from halo.lang.expr import min as min_
+from halo.lang.func import Func
 from halo.lang.names import unique_name
 from halo.lang.rdom import RDom
 from halo.lang.var import Var
+from halo.program import provided_names
 
 
-def _reduce(kind: str, e: object, init, combine) -> Expr:
+def _reduce(kind: str, e: object, init: Callable[[Type], object],
+            combine: Callable[[Expr, Expr], Expr]) -> Expr:
     e = as_expr(e)
     if not any(isinstance(d, RDom) for d in e.deps):
         raise DefinitionError(f"halo.{kind}(...) needs an expression that uses an RDom's "
@@ -40,18 +47,20 @@ def _reduce(kind: str, e: object, init, combine) -> Expr:
 
 
 def sum(e: object) -> Expr:  # noqa: A001 - the API's name
+    """The sum of `e` over its RDom (see the module docstring)."""
     return _reduce("sum", e, lambda t: 0, lambda acc, v: acc + v)
 
 
 def product(e: object) -> Expr:
+    """The product of `e` over its RDom."""
     return _reduce("product", e, lambda t: 1, lambda acc, v: acc * v)
 
 
 def maximum(e: object) -> Expr:
-    from halo.lang.expr import max as max_
+    """The largest value of `e` over its RDom."""
     return _reduce("maximum", e, lambda t: t.min_value(), max_)
 
 
 def minimum(e: object) -> Expr:
-    from halo.lang.expr import min as min_
+    """The smallest value of `e` over its RDom."""
     return _reduce("minimum", e, lambda t: t.max_value(), min_)

@@ -41,7 +41,7 @@ def apply_call(call: Call, built: BuiltPipeline) -> None:
     if isinstance(condition, str):
         call = replace(call, target=replace(call.target,
                                             condition=_condition(condition, built.params)))
-    execute(call, objects)
+    execute(call, objects, intrinsics={})
     if call.result is not None:
         built.funcs[call.result] = objects[call.result]
 

@@ -80,10 +80,9 @@ def condition_to_json(e: n.Expr) -> list:
     raise ScheduleError(f"a specialize condition can't contain {type(e).__name__}")
 
 
-def condition_from_json(data: list, inputs: dict, params: dict):
-    """The halo Expr that `condition_to_json` wrote, with its Params and inputs (for their
-    extents) found by name in `inputs` and `params`."""
-    from halo.lang.expr import Expr
+def condition_from_json(data: list, inputs: dict, params: dict) -> tuple[n.Expr, frozenset]:
+    """The condition that `condition_to_json` wrote, as IR, and the Params and inputs (for
+    their extents) it uses, found by name in `inputs` and `params`."""
     deps: set = set()
 
     def build(d: list) -> n.Expr:
@@ -107,4 +106,4 @@ def condition_from_json(data: list, inputs: dict, params: dict):
         return _BINARY[tag](build(d[1]), build(d[2]))
 
     node = build(data)
-    return Expr(node, frozenset(deps))
+    return node, frozenset(deps)

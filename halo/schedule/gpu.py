@@ -11,8 +11,24 @@ then at most 3 thread loops, adjacent. Serial loops may sit between the groups.
 """
 from __future__ import annotations
 
+from typing import Protocol, TypeVar, runtime_checkable
+
 from halo.ir.nodes import ForKind
 from halo.schedule.records import Dim, StageSchedule, Tensorize
+
+G = TypeVar("G", bound="GpuLoops")  # a verb returns the stage it was called on
+
+
+@runtime_checkable
+class TensorIntrinsic(Protocol):
+    """What `tensorize` needs of a tensor intrinsic (`halo.Intrinsic`): its name and the
+    loop nest it replaces, outermost first."""
+
+    name: str
+    loop_names: tuple[str, ...]
+
+    @property
+    def loop_count(self) -> int: ...
 
 _BOUND = {ForKind.GPU_BLOCK: "GPU block", ForKind.GPU_THREAD: "GPU thread",
           ForKind.VTHREAD: "vthread"}
@@ -55,7 +71,7 @@ def nesting_problem(dims: list[Dim]) -> str | None:
 class GpuLoops:
     """Mixin for Schedulable: GPU bindings and tensorize of one stage."""
 
-    def _bind(self, call: str, vs: tuple, kind: ForKind, most: int):
+    def _bind(self: G, call: str, vs: tuple, kind: ForKind, most: int) -> G:
         stage: StageSchedule = self._stage()
         if not 1 <= len(vs) <= most:
             raise self._error(call, vs, f"give 1 to {most} loops, outermost first")
@@ -81,7 +97,7 @@ class GpuLoops:
             raise self._error(call, vs, problem)
         return self
 
-    def gpu_blocks(self, *vs):
+    def gpu_blocks(self: G, *vs: object) -> G:
         """Bind loops (outermost first, up to 3, adjacent) to the CUDA grid.
 
             for by: for bx: ...        gpu_blocks(by, bx)
@@ -89,7 +105,7 @@ class GpuLoops:
         """
         return self._bind("gpu_blocks", vs, ForKind.GPU_BLOCK, 3)
 
-    def gpu_threads(self, *vs):
+    def gpu_threads(self: G, *vs: object) -> G:
         """Bind loops (outermost first, up to 3, adjacent, inside any block loops) to the
         threads of a CUDA block.
 
@@ -98,7 +114,7 @@ class GpuLoops:
         """
         return self._bind("gpu_threads", vs, ForKind.GPU_THREAD, 3)
 
-    def vthread(self, v):
+    def vthread(self: G, v: object) -> G:
         """Virtual threads: `v` is lowered to interleaved copies of its body inside one
         thread. It must sit inside the block loops and outside the thread loops.
 
@@ -107,7 +123,7 @@ class GpuLoops:
         """
         return self._bind("vthread", (v,), ForKind.VTHREAD, 1)
 
-    def gpu_tile(self, *args, tail: str = "auto"):
+    def gpu_tile(self: G, *args: object, tail: str = "auto") -> G:
         """Split and bind in one call: `gpu_tile(y, x, by, bx, ty, tx, sy, sx)` tiles y, x
         by sy x sx and binds by, bx to blocks and ty, tx to threads; `gpu_tile(x, bx, tx,
         size)` does the same in one dimension.
@@ -126,16 +142,15 @@ class GpuLoops:
         raise self._error("gpu_tile", args, "give (y, x, by, bx, ty, tx, sy, sx) or "
                                             "(x, bx, tx, size)")
 
-    def tensorize(self, v, intrinsic):
+    def tensorize(self: G, v: object, intrinsic: TensorIntrinsic) -> G:
         """Replace the loop nest from `v` inward by the tensor intrinsic `intrinsic` (a
         `halo.Intrinsic`); those loops must match its spec.
 
             for yi in range(16): for xi in range(16): ...     tensorize(yi, mma16)
                                                          ->   mma16(...)
         """
-        from halo.schedule.intrinsic import Intrinsic
         args = (v, getattr(intrinsic, "name", intrinsic))
-        if not isinstance(intrinsic, Intrinsic):
+        if not isinstance(intrinsic, TensorIntrinsic):
             raise self._error("tensorize", args, "the second argument must be a "
                                                  "halo.Intrinsic")
         dim = self._existing("tensorize", args, v)

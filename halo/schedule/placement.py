@@ -5,14 +5,19 @@ use) is checked when the pipeline is lowered, when the consumers' schedules are 
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 from halo.errors import ScheduleError
 from halo.schedule.records import INLINE, ROOT, FuncSchedule, LoopLevel
 from halo.schedule.stage import loop_name
 
 SCOPES = ("auto", "global", "stack", "shared", "local")
 
+P = TypeVar("P", bound="FuncPlacement")  # a verb returns the Func it was called on
 
-def _level(self_name: str, call: str, consumer, var) -> LoopLevel:
+
+def _level(self_name: str, call: str, consumer: object, var: object) -> LoopLevel:
     func = getattr(consumer, "func", consumer)  # a Stage knows its Func
     stage = getattr(consumer, "index", 0)
     name = getattr(func, "name", None)
@@ -31,12 +36,12 @@ class FuncPlacement:
     name: str
     schedule: FuncSchedule
 
-    def compute_root(self):
+    def compute_root(self: P) -> P:
         """Compute the whole required region before any consumer runs."""
         self.schedule.compute_level = ROOT
         return self
 
-    def compute_at(self, consumer, var):
+    def compute_at(self: P, consumer: object, var: object) -> P:
         """Compute the region `consumer` needs inside its loop `var`.
 
             for y:                              g.compute_at(f, y)
@@ -47,17 +52,17 @@ class FuncPlacement:
         self.schedule.compute_level = _level(self.name, "compute_at", consumer, var)
         return self
 
-    def compute_inline(self):
+    def compute_inline(self: P) -> P:
         """Substitute the definition into every use (the default for pure Funcs)."""
         self.schedule.compute_level = INLINE
         return self
 
-    def store_root(self):
+    def store_root(self: P) -> P:
         """Allocate at the outermost level (with compute_at inside it)."""
         self.schedule.store_level = ROOT
         return self
 
-    def store_at(self, consumer, var):
+    def store_at(self: P, consumer: object, var: object) -> P:
         """Allocate inside `consumer`'s loop `var`, which must enclose the compute level.
 
         Outside `compute_at`, values computed at one iteration of a serial loop in between
@@ -77,7 +82,7 @@ class FuncPlacement:
         self.schedule.store_level = _level(self.name, "store_at", consumer, var)
         return self
 
-    def store_in(self, scope: str):
+    def store_in(self: P, scope: str) -> P:
         """The memory the Func's buffer lives in. On the CPU: "global" is the heap;
         "stack" and "local" are the stack (LLVM keeps a small one in registers), sized by
         a constant upper bound of each extent, which must exist (a tile's region is
@@ -93,7 +98,8 @@ class FuncPlacement:
         self.schedule.memory_scope = scope
         return self
 
-    def bound(self, var, min, extent):  # noqa: A002 - the API's names
+    def bound(self: P, var: object, min: object,  # noqa: A002 - the API's names
+              extent: object) -> P:
         """Assert the realized range of dimension `var` is [min, min + extent): halo
         computes exactly that range (enabling constant extents) and checks at run time
         that it covers what consumers need."""
@@ -106,7 +112,7 @@ class FuncPlacement:
         self.schedule.bounds[name] = (min, extent)
         return self
 
-    def set_estimates(self, estimates):
+    def set_estimates(self: P, estimates: Sequence[Sequence[int]]) -> P:
         """Size hints (min, extent) per dimension, outermost first, for the autoscheduler."""
         est = [tuple(int(v) for v in e) for e in estimates]
         if any(len(e) != 2 for e in est):

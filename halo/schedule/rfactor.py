@@ -1,33 +1,22 @@
-"""`rfactor`: an associative update becomes a parallelizable intermediate plus a merge.
-
-Given the update `f[lhs] = f[lhs] op e` over reduction loops L (after the stage's splits
-and fuses of reduction loops, outermost first) and one of them, `p`, rfactor(p, v) makes
-
-    intm[v, *f.args] = identity(op)
-    intm[v, *lhs]    = intm[v, *lhs] op e      over L without p, with p replaced by v
-    f[*f.args]       = f[*f.args] op intm[p, *f.args]      over p (this stage)
-
-Each value of `v` accumulates its share of the domain into its own slice of `intm`, so
-the intermediate's pure loop `v` runs in parallel; the merge then combines the slices.
-This is only the same result when `op` is associative, so the update must be one of
-the forms in `_OPERATORS` (`e` free of f; integer overflow wraps, so sums and products
-of integers regroup exactly, and floats are regrouped as if they were associative, as
-Halide does), anything else is refused. Loops made by split
-(guarded where the factor doesn't divide) and fuse become reduction variables of new
-RDoms, named as the loops were.
+"""What `rfactor` (in `lang/rfactor.py`) and `atomic()` know about an update, over
+records and IR: the associative forms `f = f op e` they accept (`recognize`,
+`OPERATORS`), the intermediate's default name, and the reduction loops a stage's splits
+and fuses made, as reduction variables (`reduction_loops`). Integer overflow wraps, so
+sums and products of integers regroup exactly; floats are regrouped as if they were
+associative, as Halide does.
 """
 from __future__ import annotations
 
-from halo.errors import ScheduleError
+from collections.abc import Callable
+
 from halo.ir import nodes as n
-from halo.ir.printer import expr_to_str
 from halo.ir.substitute import substitute
 from halo.ir.visitor import walk
-from halo.schedule.records import Dim, Fuse, RFactor, Split, StageSchedule
-from halo.schedule.stage import loop_name
+from halo.program import Definition
+from halo.schedule.records import Fuse, Split, StageSchedule
 
 # the update's form -> (how intm accumulates e, how the merge adds a slice, identity)
-_OPERATORS = {
+OPERATORS = {
     "sum": (n.Add, n.Add, lambda t: 0),
     "difference": (n.Sub, n.Add, lambda t: 0),    # f - e1 - e2 == f + (0 - e1 - e2)
     "product": (n.Mul, n.Mul, lambda t: 1),
@@ -44,7 +33,7 @@ LEGAL_FORMS = ("{f} = {f} + e, e + {f}, {f} - e, {f} * e, e * {f}, {f} & e, {f} 
 
 
 def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr] | None:
-    """(operator name, e) when `value` is `self_call op e` in a form of `_OPERATORS`."""
+    """(operator name, e) when `value` is `self_call op e` in a form of `OPERATORS`."""
     def free(x: n.Expr) -> bool:
         return not any(isinstance(c, n.Call) and c.name == func for c in walk(x))
 
@@ -85,110 +74,7 @@ def default_name(func: str, stage: int) -> str:
     return f"{func}_intm" if stage == 1 else f"{func}_intm{stage - 1}"
 
 
-def rfactor(stage, rvar, v, name: str | None):
-    """`stage.rfactor(rvar, v)`: see `UpdateStage.rfactor`."""
-    from halo.lang.environment import Environment
-    from halo.lang.expr import Expr
-    from halo.lang.func import Definition, Func
-    from halo.lang.rdom import RDom
-    from halo.lang.var import Var
-
-    f, k = stage.func, stage.index
-    d: Definition = f.definitions[k]
-    sched: StageSchedule = stage._stage()
-    loop, var = loop_name(rvar), loop_name(v)
-    args = (rvar, v)
-
-    def error(message: str) -> ScheduleError:
-        return stage._error("rfactor", args, message)
-
-    if d.rdom is None:
-        raise error("this update has no RDom, so there is no reduction to factor")
-    dim = sched.find(loop)
-    rloops = [x.name for x in sched.dims if not x.pure]
-    if dim is None or dim.pure:
-        raise error(f"'{loop}' is not a reduction loop of this stage; its reduction loops "
-                    f"are {', '.join(rloops)}")
-    if len(rloops) == 1:
-        raise error(f"'{loop}' is the only reduction loop, which would leave the "
-                    "intermediate nothing to reduce; split it first (split(r.x, rxo, rxi, "
-                    "16)) and rfactor one of the halves")
-    pure = [a.name for a in f.args]
-    if var in pure or var in sched.names_used():
-        raise error(f"the name '{var}' is already used by {f.name} or this stage; pick a "
-                    "new Var for the intermediate's dimension")
-    busy = [x.name for x in sched.dims if x.kind is not n.ForKind.SERIAL]
-    if busy:
-        raise error(f"loop(s) {', '.join(busy)} already have a loop kind; call rfactor "
-                    "first and schedule the intermediate and the merge after")
-
-    self_call = n.Call(f.type, f.name, d.args, n.CallKind.FUNC)
-    predicate = d.rdom.predicate
-    form = recognize(f.name, self_call, d.value)
-    reads_f = any(isinstance(c, n.Call) and c.name == f.name
-                  for root in (*d.args, *([predicate.node] if predicate is not None else []))
-                  for c in walk(root))
-    if form is None or reads_f:
-        lhs = expr_to_str(self_call)
-        raise error(f"the update {lhs} = {expr_to_str(d.value)} is not an associative "
-                    f"reduction halo can split: rfactor needs "
-                    f"{LEGAL_FORMS.format(f=f.name)} (and {f.name} read nowhere else), so "
-                    "that partial results can be combined in any order. Legal instead: keep "
-                    "the reduction loops serial, or .atomic() for updates that read "
-                    f"{f.name} only at the point they write")
-    kind, e = form
-    accumulate, merge, identity = _OPERATORS[kind]
-
-    bounds, value_of, guards = _reduction_loops(d, sched, error)
-
-    def resolve(x: n.Expr, preserved_as: n.Expr) -> n.Expr:
-        """`x`, over the reduction variables, in terms of the loops (one substitution:
-        a split may give its outer loop the name of the variable it splits)."""
-        return substitute(substitute(x, value_of), {loop: preserved_as})
-
-    bound_deps = frozenset().union(*(b.deps for r in d.rdom.rvars for b in (r.min, r.extent)))
-    other_deps = d.deps - {f, d.rdom}
-    intm_name = name or default_name(f.name, k)
-    env = Environment.of([f])
-    if intm_name in {**env.funcs, **env.inputs, **env.params}:
-        raise error(f"a Func or input named '{intm_name}' is already part of this "
-                    "pipeline; pass another name=... to rfactor")
-    intm = Func(intm_name)
-    var_expr = n.Var(var)
-    intm[(Var(var), *f.args)] = Expr(n.const(identity(f.type), f.type))
-
-    kept = [x for x in rloops if x != loop]
-    intm_rdom = RDom(*((Expr(bounds[x][0], bound_deps), Expr(bounds[x][1], bound_deps))
-                       for x in kept), name=f"{intm_name}_r", rvar_names=tuple(kept))
-    conditions = [substitute(g, {loop: var_expr}) for g in guards] + \
-        ([resolve(predicate.node, var_expr)] if predicate is not None else [])
-    if conditions:
-        condition = conditions[0]
-        for c in conditions[1:]:
-            condition = n.And(condition, c)
-        deps = (predicate.deps if predicate is not None else frozenset()) - {d.rdom}
-        intm_rdom.where(Expr(condition, deps | bound_deps))
-    lhs = (var_expr, *(resolve(a, var_expr) for a in d.args))
-    intm_call = n.Call(f.type, intm_name, lhs, n.CallKind.FUNC)
-    update = Definition(lhs, accumulate(intm_call, resolve(e, var_expr)), intm_rdom,
-                        other_deps | bound_deps | {intm, intm_rdom})
-    intm._updates.append(update)
-    intm.schedule.stages.append(StageSchedule(
-        [Dim(x) for x in update.pure_var_names()] + [Dim(x, pure=False) for x in kept]))
-
-    merge_rdom = RDom((Expr(bounds[loop][0], bound_deps), Expr(bounds[loop][1], bound_deps)),
-                      name=f"{intm_name}_merge", rvar_names=(loop,))
-    pure_args = tuple(a.node for a in f.args)
-    part = n.Call(f.type, intm_name, (n.Var(loop), *pure_args), n.CallKind.FUNC)
-    f._updates[k - 1] = Definition(
-        pure_args, merge(n.Call(f.type, f.name, pure_args, n.CallKind.FUNC), part),
-        merge_rdom, bound_deps | {f, intm, merge_rdom})
-    f.schedule.stages[k] = StageSchedule([*(Dim(x) for x in pure), Dim(loop, pure=False)],
-                                         rfactor=RFactor(loop, var, intm_name, sched))
-    return intm
-
-
-def _reduction_loops(d, sched: StageSchedule, error
+def reduction_loops(d: Definition, sched: StageSchedule, error: Callable[[str], Exception]
                      ) -> tuple[dict[str, tuple[n.Expr, n.Expr]], dict[str, n.Expr], list[n.Expr]]:
     """The reduction loops the stage's splits and fuses made, as reduction variables:
     their (min, extent) by name, the value of each reduction variable in terms of the

@@ -2,9 +2,11 @@
 
 Both go through one *replay plan*: the list of schedule calls (`split`, `fuse`,
 `reorder`, `vectorize`, ..., `compute_at`, `bound`, ...) that rebuilds a pipeline's
-records. `schedule_source(f)` prints the plan; `apply_json(f, text)` executes it on the
+records. `schedules_source` prints the plan; `apply_schedules_json` executes it on the
 Funcs of a freshly defined algorithm through the ordinary (validated) methods, so a
-pasted-back or reloaded schedule lowers to the same IR.
+pasted-back or reloaded schedule lowers to the same IR. They work on the schedules and
+objects of one pipeline, by name; `lang/schedule_files.py` finds those from the
+pipeline's output (`halo.schedule_source(f)`, `schedule_to_json(f)`, `apply_json`).
 
 The plan first makes the Funcs that `cache_read`/`cache_write` created (in the order
 they were made, `B_global = B.cache_read(...)`), then schedules every Func: for each
@@ -16,11 +18,13 @@ loops wait until the end.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
 from halo.schedule.calls import Call, IntrinsicRef, StageRef, calls_source
-from halo.schedule.conditions import condition_from_json, condition_to_json
+from halo.schedule.conditions import condition_to_json
+from halo.schedule.gpu import TensorIntrinsic
 from halo.schedule.records import (
     CacheOrigin,
     Dim,
@@ -144,41 +148,39 @@ def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
 # ------------------------------------------------------------------------------ source
 
 
-def schedule_source(f) -> str:
-    """The schedule of every Func feeding `f` as halo Python code. It refers to Funcs,
-    inputs, RDoms and Intrinsics by their names, declares the loop Vars it introduces, and
-    names the Funcs that cache_read/cache_write make after themselves."""
-    from halo.lang.environment import Environment
-    env = Environment.of([f])
-    return calls_source(replay_plan({name: g.schedule for name, g in env.funcs.items()}))
+def schedules_source(schedules: dict[str, FuncSchedule]) -> str:
+    """`schedules` (Func name -> its schedule, producers first) as halo Python code. It
+    refers to Funcs, inputs, RDoms and Intrinsics by their names, declares the loop Vars
+    it introduces, and names the Funcs that cache_read/cache_write make after
+    themselves."""
+    return calls_source(replay_plan(schedules))
 
 
 # -------------------------------------------------------------------------------- JSON
 
 
-def schedule_to_json(f) -> str:
-    """The records of every Func feeding `f`, as JSON."""
-    from halo.lang.environment import Environment
-    env = Environment.of([f])
-    return json.dumps({name: _sched_dict(g.schedule) for name, g in env.funcs.items()},
-                      indent=1)
+def schedules_to_json(schedules: dict[str, FuncSchedule]) -> str:
+    """`schedules` (Func name -> its schedule), as JSON."""
+    return json.dumps({name: _sched_dict(s) for name, s in schedules.items()}, indent=1)
 
 
-def apply_json(f, text: str) -> None:
-    """Apply a schedule saved by `schedule_to_json` to the (unscheduled) Funcs feeding
-    `f`, matched by name; the Funcs that cache_read/cache_write made are made again."""
-    from halo.lang.environment import Environment
-    env = Environment.of([f])
+def apply_schedules_json(text: str, funcs: Mapping[str, object], inputs: Mapping[str, object],
+                         condition: Callable[[list], object],
+                         intrinsics: Mapping[str, TensorIntrinsic]) -> None:
+    """Apply schedules saved by `schedules_to_json` to the (unscheduled) Funcs of a
+    pipeline (`funcs` and `inputs` by name), through their schedule methods; the Funcs
+    that cache_read/cache_write made are made again. `condition` makes a specialize
+    condition from its JSON form; `intrinsics` are the Intrinsics a tensorize may name."""
     data = json.loads(text)
     made = {name for name, d in data.items() if d.get("cache")} | _intermediates_in(data)
-    unknown = set(data) - set(env.funcs) - made
+    unknown = set(data) - set(funcs) - made
     if unknown:
         raise ScheduleError(f"the schedule names Func(s) {', '.join(sorted(unknown))} that "
-                            f"are not in this pipeline ({', '.join(env.funcs)})")
-    schedules = {name: _sched_from_dict(d, env) for name, d in data.items()}
-    objects = {**env.inputs, **env.funcs}
+                            f"are not in this pipeline ({', '.join(funcs)})")
+    schedules = {name: _sched_from_dict(d, condition) for name, d in data.items()}
+    objects = {**inputs, **funcs}
     for call in replay_plan(schedules):
-        execute(call, objects)
+        execute(call, objects, intrinsics)
 
 
 def _intermediates_in(data: dict) -> set[str]:
@@ -192,9 +194,9 @@ def _intermediates_in(data: dict) -> set[str]:
     return made
 
 
-def execute(call: Call, funcs: dict) -> None:
-    """Run one schedule call on the Funcs (and inputs) of a pipeline, by name; a Func the
-    call makes is added to `funcs`."""
+def execute(call: Call, funcs: dict, intrinsics: Mapping[str, TensorIntrinsic]) -> None:
+    """Run one schedule call on the Funcs (and inputs) of a pipeline, by name, with the
+    Intrinsics it may name; a Func the call makes is added to `funcs`."""
     ref = call.target
     if ref.func not in funcs:
         raise ScheduleError(f"the schedule calls {ref.func}.{call.method}(...), but this "
@@ -203,8 +205,8 @@ def execute(call: Call, funcs: dict) -> None:
     target = f if ref.stage == 0 else f.update(ref.stage - 1)
     if ref.condition is not None:
         target = target.specialize(ref.condition)
-    args = [_resolve(a, funcs) for a in call.args]
-    kwargs = {k: _resolve(v, funcs) for k, v in call.kwargs}
+    args = [_resolve(a, funcs, intrinsics) for a in call.args]
+    kwargs = {k: _resolve(v, funcs, intrinsics) for k, v in call.kwargs}
     result = getattr(target, call.method)(*args, **kwargs)
     if call.result is not None:
         if result.name != call.result:
@@ -214,15 +216,17 @@ def execute(call: Call, funcs: dict) -> None:
         funcs[call.result] = result
 
 
-def _resolve(a: object, funcs: dict) -> object:
+def _resolve(a: object, funcs: dict, intrinsics: Mapping[str, TensorIntrinsic]) -> object:
     if isinstance(a, StageRef):
         g = funcs[a.func]
         return g if a.stage == 0 else g.update(a.stage - 1)
     if isinstance(a, IntrinsicRef):
-        from halo.schedule.intrinsic import Intrinsic
-        return Intrinsic.named(a.name)
+        if a.name not in intrinsics:
+            raise ScheduleError(f"the schedule tensorizes with the Intrinsic {a.name}; pass "
+                                f"it to apply_json(..., intrinsics=[{a.name}])")
+        return intrinsics[a.name]
     if isinstance(a, tuple):
-        return [_resolve(x, funcs) for x in a]
+        return [_resolve(x, funcs, intrinsics) for x in a]
     return a
 
 
@@ -278,13 +282,13 @@ def _transform_dict(t: Split | Fuse | Reorder) -> dict:
     return {"reorder": list(t.names)}
 
 
-def _sched_from_dict(d: dict, env) -> FuncSchedule:
+def _sched_from_dict(d: dict, condition: Callable[[list], object]) -> FuncSchedule:
     def level(lv):
         return None if lv is None else LoopLevel(lv["kind"], lv["func"], lv["stage"], lv["var"])
 
     c = d.get("cache")
     return FuncSchedule(
-        stages=[_stage_from_dict(st, env) for st in d["stages"]],
+        stages=[_stage_from_dict(st, condition) for st in d["stages"]],
         compute_level=level(d["compute_level"]), store_level=level(d["store_level"]),
         bounds={v: tuple(b) for v, b in d["bounds"].items()},
         estimates=[tuple(e) for e in d["estimates"]] if d["estimates"] else None,
@@ -294,7 +298,7 @@ def _sched_from_dict(d: dict, env) -> FuncSchedule:
             None if c["readers"] is None else tuple(c["readers"]), c["seq"]))
 
 
-def _stage_from_dict(st: dict, env) -> StageSchedule:
+def _stage_from_dict(st: dict, condition: Callable[[list], object]) -> StageSchedule:
     def transform(t: dict):
         if "split" in t:
             return Split(*t["split"])
@@ -309,9 +313,9 @@ def _stage_from_dict(st: dict, env) -> StageSchedule:
         [transform(t) for t in st["transforms"]],
         atomic=st.get("atomic", False), allow_races=st.get("allow_races", False),
         rfactor=None if rf is None else RFactor(rf["loop"], rf["var"], rf["intermediate"],
-                                                _stage_from_dict(rf["prior"], env)),
+                                                _stage_from_dict(rf["prior"], condition)),
         specializations=[
-            Specialization(condition_from_json(sp["condition"], env.inputs, env.params),
-                           _stage_from_dict(sp["schedule"], env))
+            Specialization(condition(sp["condition"]),
+                           _stage_from_dict(sp["schedule"], condition))
             for sp in st.get("specializations", ())],
         tensorize=None if tensorize is None else Tensorize(*tensorize))

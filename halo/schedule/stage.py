@@ -7,16 +7,14 @@ the call, and the loops that exist.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING
+from typing import TypeVar
 
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
 from halo.schedule.gpu import GpuLoops
 from halo.schedule.records import TAILS, Dim, Fuse, Reorder, Split, StageSchedule
 
-if TYPE_CHECKING:
-    from halo.lang.expr import Expr
-    from halo.schedule.specialize import Specialized
+S = TypeVar("S", bound="Schedulable")  # a verb returns the stage it was called on
 
 
 def loop_name(v: object) -> str:
@@ -93,7 +91,8 @@ class Schedulable(GpuLoops, ABC):
 
     # ------------------------------------------------------------------ transformations
 
-    def split(self, v, outer, inner, factor: int, tail: str = "auto"):
+    def split(self: S, v: object, outer: object, inner: object, factor: int,
+              tail: str = "auto") -> S:
         """Split loop `v` into `outer` and `inner` (0 .. factor-1).
 
             for x in range(0, 10):          split(x, xo, xi, 4)
@@ -127,7 +126,7 @@ class Schedulable(GpuLoops, ABC):
         stage.transforms.append(Split(dim.name, o, i, factor, tail))
         return self
 
-    def fuse(self, outer, inner, fused):
+    def fuse(self: S, outer: object, inner: object, fused: object) -> S:
         """Fuse adjacent loops `outer` (immediately outside) and `inner` into `fused`.
 
             for y in range(4):              fuse(y, x, t)
@@ -147,7 +146,7 @@ class Schedulable(GpuLoops, ABC):
         stage.transforms.append(Fuse(o.name, i.name, name))
         return self
 
-    def reorder(self, *vs):
+    def reorder(self: S, *vs: object) -> S:
         """The named loops take these positions, outermost first; others keep theirs.
 
             for y:                          reorder(x, y)
@@ -175,7 +174,8 @@ class Schedulable(GpuLoops, ABC):
         stage.transforms.append(Reorder(tuple(names)))
         return self
 
-    def tile(self, y, x, yo, xo, yi, xi, ty: int, tx: int, tail: str = "auto"):
+    def tile(self: S, y: object, x: object, yo: object, xo: object, yi: object, xi: object,
+             ty: int, tx: int, tail: str = "auto") -> S:
         """Two splits and a reorder: the nest becomes yo, xo, yi, xi.
 
             for y:                          tile(y, x, yo, xo, yi, xi, 2, 4)
@@ -192,8 +192,8 @@ class Schedulable(GpuLoops, ABC):
             stage.dims[:], stage.transforms[:] = saved
             raise
 
-    def _set_kind(self, call: str, v, n: int | None, kind: ForKind, suffix: str,
-                  outer: bool = False):
+    def _set_kind(self: S, call: str, v: object, n: int | None, kind: ForKind, suffix: str,
+                  outer: bool = False) -> S:
         """Give loop `v` (with `n`: the inner loop of a split by n, or with `outer` the
         outer one) the loop kind `kind`. A refused call leaves the schedule as it was."""
         args = (v,) if n is None else (v, n)
@@ -212,33 +212,20 @@ class Schedulable(GpuLoops, ABC):
             raise self._error(call, args, problem)
         return self
 
-    def vectorize(self, v, n: int | None = None):
+    def vectorize(self: S, v: object, n: int | None = None) -> S:
         """SIMD over loop `v` (constant extent). With `n`: split `v` by n, vectorize the
         inner loop; `v` then names the outer loop (as in Halide)."""
         return self._set_kind("vectorize", v, n, ForKind.VECTORIZED, "vec")
 
-    def unroll(self, v, n: int | None = None):
+    def unroll(self: S, v: object, n: int | None = None) -> S:
         """Fully unroll loop `v` (constant extent). With `n`: split by n, unroll the inner."""
         return self._set_kind("unroll", v, n, ForKind.UNROLLED, "unroll")
 
-    def parallel(self, v, task_size: int | None = None):
+    def parallel(self: S, v: object, task_size: int | None = None) -> S:
         """Run the iterations of `v` on the thread pool. With `task_size`: split by it and
         run the outer loop in parallel, each task doing `task_size` iterations."""
         return self._set_kind("parallel", v, task_size, ForKind.PARALLEL, "task", outer=True)
 
-    def serial(self, v):
+    def serial(self: S, v: object) -> S:
         """A plain loop (the default)."""
         return self._set_kind("serial", v, None, ForKind.SERIAL, "")
-
-    def specialize(self, condition: Expr) -> Specialized:
-        """A copy of this stage's schedule, used instead when `condition` (a boolean Expr
-        over Params and input extents) holds at run time; returns it for scheduling.
-
-            for y: for x: f[y, x] = ...     f.specialize(inp.shape[1] % 8 == 0).vectorize(x, 8)
-                                       ->   if inp.extent.1 % 8 == 0:
-                                              for y: for x.x: for x.x_vec in vectorized(8): ...
-                                            else:
-                                              for y: for x: f[y, x] = ...
-        """
-        from halo.schedule.specialize import specialize
-        return specialize(self, condition)

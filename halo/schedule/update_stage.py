@@ -1,14 +1,16 @@
 """Scheduling calls that only update stages have: the legality of running reduction
-loops out of order (see `races.py`), `atomic()`, `allow_race_conditions()` and `rfactor`.
+loops out of order (see `races.py`), `atomic()` and `allow_race_conditions()` (`rfactor`,
+which makes a Func, is `Stage.rfactor` in `lang/func.py`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.ir.printer import expr_to_str
 from halo.ir.visitor import walk
+from halo.program import Definition
 from halo.schedule.races import (
     WAYS_OUT,
     distinct_points_problem,
@@ -21,7 +23,9 @@ from halo.schedule.rfactor import LEGAL_FORMS, recognize
 from halo.schedule.stage import Schedulable
 
 if TYPE_CHECKING:
-    from halo.lang.func import Definition, Func
+    from halo.lang.func import Func
+
+U = TypeVar("U", bound="UpdateStage")  # a verb returns the stage it was called on
 
 _OUT_OF_ORDER = {ForKind.PARALLEL: "in parallel", ForKind.VECTORIZED: "vectorized"}
 
@@ -83,7 +87,7 @@ class UpdateStage(Schedulable):
             return False
         return not d.value.type.is_float or form[0] in ("minimum", "maximum")
 
-    def atomic(self):
+    def atomic(self: U) -> U:
         """Let this update's reduction loops run in parallel, vectorized or reordered by
         making each update of a point atomic (an LLVM `atomicrmw` for + - min max, a
         compare-and-swap loop otherwise). Call it before `parallel`/`vectorize`.
@@ -123,7 +127,7 @@ class UpdateStage(Schedulable):
         self._stage().atomic = True
         return self
 
-    def allow_race_conditions(self):
+    def allow_race_conditions(self: U) -> U:
         """Let this update's reduction loops run in parallel, vectorized or reordered
         even where halo can't show that the result stays the same: the user asserts it
         does (e.g. every point written gets the same value).
@@ -134,21 +138,3 @@ class UpdateStage(Schedulable):
         """
         self._stage().allow_races = True
         return self
-
-    def rfactor(self, rvar, v, name: str | None = None):
-        """Split this associative update into an intermediate Func, which reduces over
-        every reduction loop but `rvar` for each value of a new pure Var `v` (its first,
-        outermost dimension, followed by this Func's dimensions), and a merge of the
-        intermediate over `rvar`, which becomes this stage. Returns the intermediate
-        (named `name`, default `<func>_intm`), to schedule like any Func.
-
-            for r.x in range(H):             intm = f.update(0).rfactor(r.x, u)
-              for r.y in range(W):      ->   for u, r.y:  intm[u] = intm[u] + g[u, r.y]
-                f[()] = f[()] + g[r.x, r.y]  for r.x:     f[()] = f[()] + intm[r.x]
-
-        `rvar` may be a loop made by splitting or fusing reduction loops. The update must
-        be `f = f op e` (or `e op f`, `min/max(f, e)`, `f - e`) with op one of + * min
-        max and e free of f; anything else is refused.
-        """
-        from halo.schedule.rfactor import rfactor
-        return rfactor(self, rvar, v, name)

@@ -8,7 +8,7 @@ import apps.blur
 import apps.matmul
 import halo
 from halo.lang.environment import Environment
-from halo.schedule.serialize import apply_json, schedule_to_json
+from halo.lang.schedule_files import apply_json, schedule_to_json
 
 y, x, yo, xo, yi, xi, t = halo.vars("y x yo xo yi xi t")
 i, j, io, jo, ii, ji, ko, ki = halo.vars("i j io jo ii ji ko ki")

@@ -8,7 +8,7 @@ import pytest
 
 import halo
 from halo.lang.environment import Environment
-from halo.schedule.serialize import apply_json, schedule_to_json
+from halo.lang.schedule_files import apply_json, schedule_to_json
 
 i, j, io, jo, ii, ji = halo.vars("i j io jo ii ji")
 y, x, yo, xo, yi, xi, by, bx, ty, tx = halo.vars("y x yo xo yi xi by bx ty tx")
@@ -171,7 +171,7 @@ def test_gpu_records_round_trip(sched):
 
 
 def test_tensorize_round_trips():
-    """A tensorize record replays, finding the Intrinsic by its declared name."""
+    """A tensorize record replays; JSON finds the Intrinsic among those passed in."""
     intrinsic = _intrinsic()
     r = halo.RDom((0, 4), name="r_in")
 
@@ -192,7 +192,7 @@ def test_tensorize_round_trips():
         if replay == "source":
             exec(source, {"halo": halo, **fresh_ns})
         else:
-            apply_json(fresh, text)
+            apply_json(fresh, text, intrinsics=[intrinsic])
         assert schedule_to_json(fresh) == text
 
 

@@ -6,7 +6,7 @@ import pytest
 
 import halo
 from halo.lang.environment import Environment
-from halo.schedule.serialize import apply_json, schedule_to_json
+from halo.lang.schedule_files import apply_json, schedule_to_json
 
 b, u, ro, ri = halo.vars("b u ro ri")
 

@@ -6,9 +6,11 @@
     spec.bound(i, 0, 16).bound(j, 0, 16)
     mma = halo.Intrinsic("mma16", spec, emit=...)
 
-Declaring one records it by name, so a saved schedule that tensorizes with it can be
-loaded again. The lowering of tensorized loops comes with the tensor-intrinsic backends;
-until then `tensorize` is a validated record and lowering refuses it.
+A saved schedule names the intrinsics it tensorizes with; loading it again takes the
+Intrinsic objects from the caller (`apply_json(f, text, intrinsics=[mma])`), never
+from a registry of every Intrinsic made in the process. The lowering of tensorized
+loops comes with the tensor-intrinsic backends; until then `tensorize` is a validated
+record and lowering refuses it.
 """
 from __future__ import annotations
 
@@ -16,8 +18,8 @@ from collections.abc import Callable
 
 from halo.errors import DefinitionError
 from halo.ir.nodes import Const as _Const
-
-_declared: dict[str, Intrinsic] = {}
+from halo.lang.func import Func
+from halo.lang.names import claim_name
 
 
 class Intrinsic:
@@ -26,10 +28,8 @@ class Intrinsic:
     backend code for it; `init` and `update`, when given, emit the reduction's
     initialization and accumulation separately."""
 
-    def __init__(self, name: str, spec, emit: Callable, init: Callable | None = None,
+    def __init__(self, name: str, spec: Func, emit: Callable, init: Callable | None = None,
                  update: Callable | None = None):
-        from halo.lang.func import Func
-        from halo.lang.names import claim_name
         name = claim_name(name, "intrinsic")
         if not isinstance(spec, Func) or not spec.defined:
             raise DefinitionError(f"Intrinsic {name}: spec must be a defined halo Func "
@@ -56,23 +56,11 @@ class Intrinsic:
         self.name, self.spec, self.emit, self.init, self.update = name, spec, emit, init, update
         self.shape = tuple(shape)
         self.loop_names = tuple([*(v.name for v in spec.args), *(r.name for r in rvars)])
-        _declared[name] = self
 
     @property
     def loop_count(self) -> int:
         """How deep the loop nest it replaces is: the spec's dimensions and reduction."""
         return len(self.loop_names)
 
-    @staticmethod
-    def named(name: str) -> Intrinsic:
-        """The intrinsic declared under `name` (for loading saved schedules)."""
-        if name not in _declared:
-            raise DefinitionError(f"no halo.Intrinsic named {name!r} has been declared; "
-                                  "declare it before loading a schedule that uses it")
-        return _declared[name]
-
     def __repr__(self) -> str:
         return f"Intrinsic({self.name!r}, shape={self.shape})"
-
-
-

@@ -1,0 +1,38 @@
+"""`Definition`: one definition of a Func as IR (`func[args] = value`), and which
+names in it stand for objects other than pure Vars."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from halo.ir import nodes as n
+
+if TYPE_CHECKING:
+    from halo.lang.rdom import RDom
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One definition of a Func: `func[args] = value`, over `rdom` for updates that
+    use one. `deps` holds the objects the definition refers to (Funcs, inputs, Params,
+    RDoms)."""
+    args: tuple[n.Expr, ...]
+    value: n.Expr
+    rdom: RDom | None
+    deps: frozenset
+
+    def pure_var_names(self) -> list[str]:
+        """The pure Vars that index this definition directly, outermost first."""
+        provided = provided_names(self.deps)
+        return [a.name for a in self.args if isinstance(a, n.Var) and a.name not in provided]
+
+
+def provided_names(deps: Iterable[object]) -> set[str]:
+    """Names of the Vars that the objects in `deps` stand for (Params, input extents,
+    reduction variables), as opposed to pure Vars."""
+    names: set[str] = set()
+    for d in deps:
+        if hasattr(d, "provided_names"):
+            names |= d.provided_names()
+    return names
