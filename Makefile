@@ -27,8 +27,10 @@ $(VENV)/.bench-installed: $(VENV)/.installed
 	$(VENV_PYTHON) -m pip install --no-input -e '.[bench]'
 	touch $@
 
-test: venv
+# The tests run after the lint: ruff, and the layers contract of pyproject.toml.
+test: lint
 	$(VENV_PYTHON) -m pytest -n 2 -q
 
 lint: venv
 	$(VENV)/bin/ruff check halo tests apps benchmarks
+	$(VENV)/bin/lint-imports
