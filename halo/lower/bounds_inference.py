@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from halo.analysis.boxes import Access, boxes_touched, boxes_touched_each
 from halo.analysis.interval import Interval
+from halo.analysis.loops import Split, TailStrategy, sources_after
 from halo.analysis.simplify import Simplifier
 from halo.errors import BoundsError, InternalError
 from halo.ir import nodes as n
@@ -30,7 +31,6 @@ from halo.ir.printer import expr_to_str
 from halo.ir.visitor import IRMutator, rewrite, walk
 from halo.lang.expr import as_expr
 from halo.lower.context import LowerContext
-from halo.schedule.records import Fuse, Split
 
 
 @dataclass(frozen=True)
@@ -249,19 +249,15 @@ def _round_up_slack(f) -> dict[int, int]:
     """Per dimension of `f`, how many points past the end of the computed region its
     round_up splits (in any specialization too) may write: the product of their factors,
     minus one. A split of a fused loop counts for both dimensions."""
-    dims = {v.name: {i} for i, v in enumerate(f.args)}
+    dim_of = {v.name: i for i, v in enumerate(f.args)}
     factors: dict[int, int] = {}
-    pure = f.schedule.stages[0]
-    for sched in pure.variants():
-        origin = dict(dims)
+    for sched in f.schedule.stages[0].variants():
+        sources = {v: frozenset({v}) for v in dim_of}
         for t in sched.transforms:
-            if isinstance(t, Split) and t.old in origin:
-                origin[t.outer] = origin[t.inner] = origin[t.old]
-                if t.tail == "round_up":
-                    for i in origin[t.old]:
-                        factors[i] = max(factors.get(i, 1), 1) * t.factor
-            elif isinstance(t, Fuse) and t.outer in origin and t.inner in origin:
-                origin[t.fused] = origin[t.outer] | origin[t.inner]
+            if isinstance(t, Split) and t.tail is TailStrategy.ROUND_UP:
+                for v in sources[t.old]:
+                    factors[dim_of[v]] = factors.get(dim_of[v], 1) * t.factor
+            sources = sources_after(t, sources)
     return {i: factor - 1 for i, factor in factors.items() if factor > 1}
 
 

@@ -2,43 +2,18 @@
 
 A Func's `FuncSchedule` says where it is computed and stored, its scope, bounds and
 estimates, and holds one `StageSchedule` per definition (pure first, then updates).
-A `StageSchedule` is the list of loop transformations (`Split`, `Fuse`) applied in
-order, and the resulting loops (`dims`, outermost first, each with its kind). Loop names
-are the bare names users wrote (`"xo"`); lowering qualifies them as `f.s0.xo`.
+A `StageSchedule` is the list of loop transformations (`Split`, `Fuse`, `Reorder`;
+they and their meaning are in `halo.analysis.loops`) applied in order, and the resulting
+loops (`dims`, outermost first, each with its kind). Loop names are the bare names users
+wrote (`"xo"`); lowering qualifies them as `f.s0.xo`.
 Only `halo.lower.schedule_functions` turns these records into loops.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from halo.analysis.loops import Fuse, Reorder, Split, transformed_names
 from halo.ir.nodes import ForKind
-
-TAILS = ("auto", "guard", "round_up", "shift_inwards")
-
-
-@dataclass(frozen=True)
-class Split:
-    """Loop `old` becomes `outer` (outside) and `inner` (0 .. factor-1)."""
-    old: str
-    outer: str
-    inner: str
-    factor: int
-    tail: str = "auto"
-
-
-@dataclass(frozen=True)
-class Fuse:
-    """Adjacent loops `outer` and `inner` become the single loop `fused`."""
-    outer: str
-    inner: str
-    fused: str
-
-
-@dataclass(frozen=True)
-class Reorder:
-    """The named loops took these positions, outermost first (kept so a schedule replays
-    exactly: a later fuse may rely on it)."""
-    names: tuple[str, ...]
 
 
 @dataclass
@@ -75,13 +50,7 @@ class StageSchedule:
 
     def names_used(self) -> set[str]:
         """Every loop name this stage has ever had (they can't be reused)."""
-        used = set(self.dim_names())
-        for t in self.transforms:
-            if isinstance(t, Split):
-                used |= {t.old, t.outer, t.inner}
-            elif isinstance(t, Fuse):
-                used |= {t.outer, t.inner, t.fused}
-        return used
+        return set(self.dim_names()) | transformed_names(self.transforms)
 
 
 @dataclass

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from halo.analysis.loops import TailStrategy
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
 from halo.schedule.conditions import condition_from_json, condition_text, condition_to_json
@@ -132,7 +133,7 @@ def _stage_calls(name: str, k: int, stage: StageSchedule,
         calls.append(Call(name, k, "allow_race_conditions", (), branch=branch))
     for t in stage.transforms:
         if isinstance(t, Split):
-            kwargs = () if t.tail == "auto" else (("tail", t.tail),)
+            kwargs = () if t.tail is TailStrategy.AUTO else (("tail", t.tail.value),)
             calls.append(Call(name, k, "split", (t.old, t.outer, t.inner, t.factor), kwargs,
                               branch))
         elif isinstance(t, Fuse):
@@ -345,7 +346,7 @@ def _level_dict(level: LoopLevel | None) -> dict | None:
 
 def _transform_dict(t: Split | Fuse | Reorder) -> dict:
     if isinstance(t, Split):
-        return {"split": [t.old, t.outer, t.inner, t.factor, t.tail]}
+        return {"split": [t.old, t.outer, t.inner, t.factor, t.tail.value]}
     if isinstance(t, Fuse):
         return {"fuse": [t.outer, t.inner, t.fused]}
     return {"reorder": list(t.names)}
@@ -370,7 +371,9 @@ def _sched_from_dict(d: dict, env) -> FuncSchedule:
 def _stage_from_dict(st: dict, env) -> StageSchedule:
     def transform(t: dict):
         if "split" in t:
-            return Split(*t["split"])
+            old, outer, inner, factor, *tail = t["split"]
+            return Split(old, outer, inner, factor,
+                         TailStrategy(tail[0]) if tail else TailStrategy.AUTO)
         if "fuse" in t:
             return Fuse(*t["fuse"])
         return Reorder(tuple(t["reorder"]))
