@@ -20,6 +20,7 @@ from halo.autoschedule.random_pipeline import BuiltPipeline, RandomPipeline
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.lang.environment import Environment
+from halo.schedule.records import stage_label
 
 FACTORS = (1, 2, 3, 4, 5, 7, 8, 16)
 
@@ -32,7 +33,7 @@ class StageRef:
     cond: str | None = None  # the specialization of the stage under this condition
 
     def source(self) -> str:
-        base = self.func if self.stage == 0 else f"{self.func}.update({self.stage - 1})"
+        base = stage_label(self.func, self.stage)
         return base if self.cond is None else f"{base}.specialize({self.cond})"
 
     def resolve(self, funcs: dict, params: dict | None = None):

@@ -23,6 +23,7 @@ from halo.lang.rdom import RDom
 from halo.lang.var import RVar, Var
 from halo.schedule import Dim, FuncPlacement, FuncSchedule, Schedulable, StageSchedule
 from halo.schedule.caching import CacheRead, CacheWrite, register_func
+from halo.schedule.records import stage_label
 from halo.schedule.update_stage import UpdateStage
 
 
@@ -111,13 +112,13 @@ class Stage(UpdateStage):
                      if isinstance(g, Func) and g.schedule.cache is not None
                      and g.schedule.cache.kind == "write"]
             where = f" (cache_write moved them to {moved[0]}; schedule " \
-                f"{moved[0]}.update({self.index - 1}))" if moved else ""
+                f"{stage_label(moved[0], self.index)})" if moved else ""
             raise DefinitionError(f"{self._stage_label()}: {self.func.name} has "
                                   f"{len(stages) - 1} update definition(s) now{where}")
         return stages[self.index]
 
     def _stage_label(self) -> str:
-        return f"{self.func.name}.update({self.index - 1})"
+        return stage_label(self.func.name, self.index)
 
     def __repr__(self) -> str:
         return f"Stage({self._stage_label()})"

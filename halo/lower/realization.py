@@ -12,7 +12,7 @@ from halo.ir.nodes import ForKind
 from halo.lower.context import LowerContext
 from halo.schedule.conditions import condition_text
 from halo.schedule.gpu import nesting_problem
-from halo.schedule.records import INLINE, ROOT
+from halo.schedule.records import INLINE, ROOT, stage_label
 
 _GPU_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.VTHREAD)
 
@@ -62,7 +62,7 @@ def _check_loop_records(f, target: str) -> None:
     """GPU bindings must still nest properly (a reorder after binding may have broken
     them) and need a GPU target; tensorized loops are not lowered yet."""
     for k, stage in enumerate(f.schedule.stages):
-        label = f.name if k == 0 else f"{f.name}.update({k - 1})"
+        label = stage_label(f.name, k)
         variants = [(label, stage), *((f"{label}.specialize({condition_text(s.condition.node)})",
                                       s.schedule) for s in stage.specializations)]
         for where, sched in variants:

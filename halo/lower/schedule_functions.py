@@ -35,7 +35,7 @@ from halo.ir.visitor import IRMutator, walk
 from halo.lang.func import Definition
 from halo.lower.context import LowerContext
 from halo.lower.inline import inline_calls
-from halo.schedule.records import LoopLevel, StageSchedule
+from halo.schedule.records import LoopLevel, StageSchedule, stage_label
 
 
 def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
@@ -168,7 +168,7 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
         var = ir_name[d.name]
         lo, extent = ranges[d.name]
         body = n.For(var, lo, extent, d.kind, body)
-        ctx.loop_labels[var] = f"{func}{'' if k == 0 else f'.update({k - 1})'} loop {d.name}"
+        ctx.loop_labels[var] = f"{stage_label(func, k)} loop {d.name}"
     ctx.loop_names[(func, k)] = ir_name
     return body, short
 

@@ -24,7 +24,7 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.substitute import var_names
 from halo.ir.visitor import rewrite, walk
-from halo.schedule.records import ROOT, CacheOrigin, Dim, StageSchedule
+from halo.schedule.records import ROOT, CacheOrigin, Dim, StageSchedule, stage_label
 
 if TYPE_CHECKING:
     from halo.lang.func import Func
@@ -206,7 +206,7 @@ class CacheWrite:
         for k, stage in enumerate(f.schedule.stages):
             if stage.transforms or stage.specializations or stage.tensorize or \
                     any(d.kind.value != "serial" for d in stage.dims):
-                where = f.name if k == 0 else f"{f.name}.update({k - 1})"
+                where = stage_label(f.name, k)
                 raise ScheduleError(
                     f"{call}: {where} already has a loop schedule, which would not carry "
                     f"over to the new Func; call cache_write first, then schedule the Func "

@@ -92,6 +92,12 @@ class RFactor:
     prior: StageSchedule
 
 
+def stage_label(func: str, stage: int) -> str:
+    """Stage `stage` of Func `func` as a user writes it: `f` (the pure definition, stage
+    0), `f.update(0)` (the first update, stage 1), ..."""
+    return func if stage == 0 else f"{func}.update({stage - 1})"
+
+
 @dataclass(frozen=True)
 class LoopLevel:
     """Where a Func is computed or stored: `inline`, `root`, or loop `var` of stage
@@ -104,8 +110,7 @@ class LoopLevel:
     def __str__(self) -> str:
         if self.kind != "at":
             return self.kind
-        stage = "" if self.stage == 0 else f".update({self.stage - 1})"
-        return f"{self.func}{stage} loop {self.var}"
+        return f"{stage_label(self.func, self.stage)} loop {self.var}"
 
 
 INLINE = LoopLevel("inline")

@@ -34,6 +34,7 @@ from halo.schedule.records import (
     Split,
     StageSchedule,
     Tensorize,
+    stage_label,
 )
 from halo.schedule.rfactor import default_name
 
@@ -199,7 +200,7 @@ def schedule_source(f) -> str:
 
 
 def _target_text(func: str, stage: int, branch: object = None) -> str:
-    text = func if stage == 0 else f"{func}.update({stage - 1})"
+    text = stage_label(func, stage)
     return text if branch is None else f"{text}.specialize({condition_text(branch.node)})"
 
 
