@@ -23,7 +23,7 @@ from halo.lang.rdom import RDom
 from halo.lang.var import RVar, Var
 from halo.schedule import Dim, FuncPlacement, FuncSchedule, Schedulable, StageSchedule
 from halo.schedule.caching import CacheRead, CacheWrite, register_func
-from halo.schedule.records import stage_label
+from halo.schedule.records import CacheKind, stage_label
 from halo.schedule.update_stage import UpdateStage
 
 
@@ -110,7 +110,7 @@ class Stage(UpdateStage):
         if self.index >= len(stages):  # cache_write moved the updates to another Func
             moved = [g.name for g in self.func.definitions[0].deps
                      if isinstance(g, Func) and g.schedule.cache is not None
-                     and g.schedule.cache.kind == "write"]
+                     and g.schedule.cache.kind is CacheKind.WRITE]
             where = f" (cache_write moved them to {moved[0]}; schedule " \
                 f"{stage_label(moved[0], self.index)})" if moved else ""
             raise DefinitionError(f"{self._stage_label()}: {self.func.name} has "

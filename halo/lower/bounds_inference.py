@@ -31,6 +31,7 @@ from halo.ir.printer import expr_to_str
 from halo.ir.visitor import IRMutator, rewrite, walk
 from halo.lang.expr import as_expr
 from halo.lower.context import LowerContext
+from halo.schedule.records import PlacementKind
 
 
 @dataclass(frozen=True)
@@ -316,7 +317,8 @@ def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext,
                            simplifier: Simplifier) -> None:
     accesses = [Access(name) for name in ctx.env.inputs]
     accesses += [Access(name) for name, f in ctx.env.funcs.items()
-                 if ctx.compute_levels[name].kind != "inline" and name not in ctx.outputs
+                 if ctx.compute_levels[name].kind is not PlacementKind.INLINE
+                 and name not in ctx.outputs
                  and f.schedule.bounds]
     accesses += [Access(name, calls=True, provides=True) for name in ctx.outputs]
     boxes = dict(zip(accesses, boxes_touched_each(stmt, accesses, simplifier=simplifier),
@@ -329,7 +331,7 @@ def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext,
             f"{name}.shape[{{i}}] - 1)) or read {name} through a boundary condition",
             simplifier)
     for name, f in ctx.env.funcs.items():
-        if ctx.compute_levels[name].kind == "inline":
+        if ctx.compute_levels[name].kind is PlacementKind.INLINE:
             continue
         # bound() must cover what is read (and, for an output, the region realized).
         used = _output_region(f) if name in ctx.outputs else boxes.get(Access(name))

@@ -35,7 +35,7 @@ from halo.ir.visitor import IRMutator, walk
 from halo.lang.func import Definition
 from halo.lower.context import LowerContext
 from halo.lower.inline import inline_calls
-from halo.schedule.records import LoopLevel, StageSchedule, stage_label
+from halo.schedule.records import LoopLevel, PlacementKind, StageSchedule, stage_label
 
 
 def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
@@ -45,7 +45,7 @@ def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
     for name in reversed(ctx.env.funcs):
         if name in ctx.outputs:
             stmt = n.ProducerConsumer(name, _produce(name, ctx), stmt)
-        elif ctx.compute_levels[name].kind != "inline":
+        elif ctx.compute_levels[name].kind is not PlacementKind.INLINE:
             stmt = _inject(stmt, name, ctx)
     return stmt
 
@@ -104,7 +104,7 @@ def _tiled_loops(func: str, k: int, definition: Definition, sched: StageSchedule
 def _computed_inside(func: str, k: int, ctx: LowerContext) -> list[str]:
     """The Funcs computed at a loop of stage k of `func`, and those computed inside them."""
     inside = [g for g, level in ctx.compute_levels.items()
-              if level.kind == "at" and (level.func, level.stage) == (func, k)]
+              if level.kind is PlacementKind.AT and (level.func, level.stage) == (func, k)]
     for g in list(inside):
         for stage in range(len(ctx.env.funcs[g].definitions)):
             inside += _computed_inside(g, stage, ctx)
@@ -301,7 +301,7 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
         if at_compute:
             body = n.ProducerConsumer(name, produce, body)
         if at_store:  # bounds_inference fills in the bounds
-            body = n.Realize(name, f.type, (), body, f.schedule.memory_scope)
+            body = n.Realize(name, f.type, (), body, f.schedule.memory_scope.value)
         return body
 
     if compute is None:  # both at root
@@ -320,7 +320,7 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
 
 def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str | None:
     """The IR loop variable of a placement, or None for root."""
-    if level.kind != "at":
+    if level.kind is not PlacementKind.AT:
         return None
     consumer = level.func
     stage = level.stage
@@ -328,7 +328,7 @@ def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str 
         raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} is not part "
                             f"of this pipeline; {name} is used by "
                             f"{', '.join(ctx.env.consumers(name)) or 'nothing'}")
-    if ctx.compute_levels[consumer].kind == "inline":
+    if ctx.compute_levels[consumer].kind is PlacementKind.INLINE:
         raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} is computed "
                             f"inline, so it has no loop {level.var}; schedule {consumer} with "
                             "compute_root() or compute_at(...) first")

@@ -24,12 +24,20 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.substitute import var_names
 from halo.ir.visitor import rewrite, walk
-from halo.schedule.records import ROOT, CacheOrigin, Dim, StageSchedule, stage_label
+from halo.schedule.records import (
+    ROOT,
+    CacheKind,
+    CacheOrigin,
+    Dim,
+    MemoryScope,
+    StageSchedule,
+    stage_label,
+)
 
 if TYPE_CHECKING:
     from halo.lang.func import Func
 
-CACHE_SCOPES = ("global", "stack", "shared", "local")
+CACHE_SCOPES = tuple(s.value for s in MemoryScope if s is not MemoryScope.AUTO)
 
 _live_funcs: weakref.WeakSet = weakref.WeakSet()  # for `readers=None`: who reads a Func
 _creation = itertools.count()  # orders cache stages, so a replay makes them in order
@@ -107,7 +115,7 @@ def _wrapper(name: str, dims: list[str], source, scope: str, origin: CacheOrigin
     args = tuple(Var(d) for d in dims)
     w[args] = source[args] if args else source[()]
     w.schedule.compute_level = ROOT
-    w.schedule.memory_scope = scope
+    w.schedule.memory_scope = origin.scope
     w.schedule.cache = origin
     return w
 
@@ -144,7 +152,7 @@ class CacheRead:
                                     "them with readers=[...]")
         else:
             chosen = _checked_readers(self, call, readers)
-        origin = CacheOrigin("read", label, scope,
+        origin = CacheOrigin(CacheKind.READ, label, MemoryScope(scope),
                              None if readers is None else tuple(r.name for r in chosen),
                              next(_creation))
         name = _cache_name(self, scope)
@@ -215,7 +223,8 @@ class CacheWrite:
             raise ScheduleError(f"{call}: an update of {f.name} reads {f.name} in its RDom's "
                                 "where() predicate, which can't be moved to a new Func")
         dims = [v.name for v in f.args]
-        origin = CacheOrigin("write", f.name, scope, None, next(_creation))
+        origin = CacheOrigin(CacheKind.WRITE, f.name, MemoryScope(scope), None,
+                             next(_creation))
         w = _wrapper(_cache_name(f, scope), dims, f, scope, origin)
         # The wrapper was defined as a copy of f; now it takes f's definitions instead.
         w._pure = f._pure

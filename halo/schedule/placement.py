@@ -6,10 +6,10 @@ use) is checked when the pipeline is lowered, when the consumers' schedules are 
 from __future__ import annotations
 
 from halo.errors import ScheduleError
-from halo.schedule.records import INLINE, ROOT, FuncSchedule, LoopLevel
+from halo.schedule.records import INLINE, ROOT, FuncSchedule, LoopLevel, MemoryScope, PlacementKind
 from halo.schedule.stage import loop_name
 
-SCOPES = ("auto", "global", "stack", "shared", "local")
+_SCOPES = tuple(s.value for s in MemoryScope)
 
 
 def _level(self_name: str, call: str, consumer, var) -> LoopLevel:
@@ -22,7 +22,7 @@ def _level(self_name: str, call: str, consumer, var) -> LoopLevel:
     if name == self_name:
         raise ScheduleError(f"{self_name}.{call}({name}, {loop_name(var)}): a Func can't be "
                             f"placed inside its own loops; name the Func that reads {name}")
-    return LoopLevel("at", name, stage, loop_name(var))
+    return LoopLevel(PlacementKind.AT, name, stage, loop_name(var))
 
 
 class FuncPlacement:
@@ -87,10 +87,10 @@ class FuncPlacement:
             allocate g[g.extent.0 * g.extent.1] in heap:     g.store_in("stack")
               ...                                       ->   allocate g[48] in stack: ...
         """
-        if scope not in SCOPES:  # ("auto", the default, stays accepted)
+        if scope not in _SCOPES:  # ("auto", the default, stays accepted)
             raise ScheduleError(f"{self.name}.store_in({scope!r}): the scope must be one of "
-                                f"{', '.join(repr(s) for s in SCOPES[1:])}")
-        self.schedule.memory_scope = scope
+                                f"{', '.join(repr(s) for s in _SCOPES[1:])}")
+        self.schedule.memory_scope = MemoryScope(scope)
         return self
 
     def bound(self, var, min, extent):  # noqa: A002 - the API's names

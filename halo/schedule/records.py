@@ -11,9 +11,32 @@ Only `halo.lower.schedule_functions` turns these records into loops.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from halo.analysis.loops import Fuse, Reorder, Split, transformed_names
 from halo.ir.nodes import ForKind
+
+
+class PlacementKind(Enum):
+    """Where a `LoopLevel` is: the Func inlined into its uses, at root, or at a loop."""
+    INLINE = "inline"
+    ROOT = "root"
+    AT = "at"
+
+
+class MemoryScope(Enum):
+    """The memory a Func's buffer lives in (see `store_in`); `AUTO` lets halo choose."""
+    AUTO = "auto"
+    GLOBAL = "global"
+    STACK = "stack"
+    SHARED = "shared"
+    LOCAL = "local"
+
+
+class CacheKind(Enum):
+    """Which verb made a cache Func: `cache_read` or `cache_write`."""
+    READ = "read"
+    WRITE = "write"
 
 
 @dataclass
@@ -72,11 +95,11 @@ class Tensorize:
 @dataclass(frozen=True)
 class CacheOrigin:
     """How a Func made by `cache_read`/`cache_write` came to be, so a schedule replays:
-    `kind` "read" or "write", the Func or input it caches, the scope, the readers named
+    which of them made it, the Func or input it caches, the scope, the readers named
     (None: every reader), and `seq`, the order of creation."""
-    kind: str
+    kind: CacheKind
     source: str
-    scope: str
+    scope: MemoryScope
     readers: tuple[str, ...] | None
     seq: int
 
@@ -102,19 +125,19 @@ def stage_label(func: str, stage: int) -> str:
 class LoopLevel:
     """Where a Func is computed or stored: `inline`, `root`, or loop `var` of stage
     `stage` of Func `func`."""
-    kind: str                 # "inline" | "root" | "at"
+    kind: PlacementKind
     func: str | None = None
     stage: int = 0
     var: str | None = None
 
     def __str__(self) -> str:
-        if self.kind != "at":
-            return self.kind
+        if self.kind is not PlacementKind.AT:
+            return self.kind.value
         return f"{stage_label(self.func, self.stage)} loop {self.var}"
 
 
-INLINE = LoopLevel("inline")
-ROOT = LoopLevel("root")
+INLINE = LoopLevel(PlacementKind.INLINE)
+ROOT = LoopLevel(PlacementKind.ROOT)
 
 
 @dataclass
@@ -124,5 +147,5 @@ class FuncSchedule:
     store_level: LoopLevel | None = None    # None: same as the compute level
     bounds: dict[str, tuple[object, object]] = field(default_factory=dict)
     estimates: list[tuple[int, int]] | None = None
-    memory_scope: str = "auto"
+    memory_scope: MemoryScope = MemoryScope.AUTO
     cache: CacheOrigin | None = None       # set on Funcs made by cache_read/cache_write

@@ -23,11 +23,14 @@ from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
 from halo.schedule.conditions import condition_from_json, condition_text, condition_to_json
 from halo.schedule.records import (
+    CacheKind,
     CacheOrigin,
     Dim,
     FuncSchedule,
     Fuse,
     LoopLevel,
+    MemoryScope,
+    PlacementKind,
     Reorder,
     RFactor,
     Specialization,
@@ -113,7 +116,7 @@ def _func_calls(name: str, sched: FuncSchedule, schedules: dict[str, FuncSchedul
 def _cache_call(name: str, origin: CacheOrigin) -> Call:
     kwargs = () if origin.readers is None else \
         (("readers", tuple(StageRef(r, 0) for r in origin.readers)),)
-    return Call(origin.source, 0, f"cache_{origin.kind}", (origin.scope,), kwargs,
+    return Call(origin.source, 0, f"cache_{origin.kind.value}", (origin.scope.value,), kwargs,
                 result=name)
 
 
@@ -159,15 +162,16 @@ def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
     calls = []
     made = sched.cache  # a cache Func starts computed at root, in its scope
     for verb, level in (("compute", sched.compute_level), ("store", sched.store_level)):
-        if level is None or (made and verb == "compute" and level.kind == "root"):
+        if level is None or (made and verb == "compute" and level.kind is PlacementKind.ROOT):
             continue
-        if level.kind == "at":
+        if level.kind is PlacementKind.AT:
             calls.append(Call(name, 0, f"{verb}_at", (StageRef(level.func, level.stage),
                                                        level.var)))
         else:
-            calls.append(Call(name, 0, f"{verb}_{level.kind}", ()))
-    if sched.memory_scope != "auto" and not (made and sched.memory_scope == made.scope):
-        calls.append(Call(name, 0, "store_in", (sched.memory_scope,)))
+            calls.append(Call(name, 0, f"{verb}_{level.kind.value}", ()))
+    if sched.memory_scope is not MemoryScope.AUTO and \
+            not (made and sched.memory_scope is made.scope):
+        calls.append(Call(name, 0, "store_in", (sched.memory_scope.value,)))
     for var, (lo, extent) in sched.bounds.items():
         calls.append(Call(name, 0, "bound", (var, lo, extent)))
     if sched.estimates is not None:
@@ -313,9 +317,9 @@ def _sched_dict(s: FuncSchedule) -> dict:
         "store_level": _level_dict(s.store_level),
         "bounds": {v: list(b) for v, b in s.bounds.items()},
         "estimates": s.estimates,
-        "memory_scope": s.memory_scope,
+        "memory_scope": s.memory_scope.value,
         "cache": None if c is None else {
-            "kind": c.kind, "source": c.source, "scope": c.scope,
+            "kind": c.kind.value, "source": c.source, "scope": c.scope.value,
             "readers": None if c.readers is None else list(c.readers), "seq": c.seq},
     }
 
@@ -342,7 +346,8 @@ def _stage_dict(st: StageSchedule) -> dict:
 def _level_dict(level: LoopLevel | None) -> dict | None:
     if level is None:
         return None
-    return {"kind": level.kind, "func": level.func, "stage": level.stage, "var": level.var}
+    return {"kind": level.kind.value, "func": level.func, "stage": level.stage,
+            "var": level.var}
 
 
 def _transform_dict(t: Split | Fuse | Reorder) -> dict:
@@ -355,7 +360,8 @@ def _transform_dict(t: Split | Fuse | Reorder) -> dict:
 
 def _sched_from_dict(d: dict, env) -> FuncSchedule:
     def level(lv):
-        return None if lv is None else LoopLevel(lv["kind"], lv["func"], lv["stage"], lv["var"])
+        return None if lv is None else LoopLevel(PlacementKind(lv["kind"]), lv["func"],
+                                                 lv["stage"], lv["var"])
 
     c = d.get("cache")
     return FuncSchedule(
@@ -363,9 +369,9 @@ def _sched_from_dict(d: dict, env) -> FuncSchedule:
         compute_level=level(d["compute_level"]), store_level=level(d["store_level"]),
         bounds={v: tuple(b) for v, b in d["bounds"].items()},
         estimates=[tuple(e) for e in d["estimates"]] if d["estimates"] else None,
-        memory_scope=d["memory_scope"],
+        memory_scope=MemoryScope(d["memory_scope"]),
         cache=None if c is None else CacheOrigin(
-            c["kind"], c["source"], c["scope"],
+            CacheKind(c["kind"]), c["source"], MemoryScope(c["scope"]),
             None if c["readers"] is None else tuple(c["readers"]), c["seq"]))
 
 
