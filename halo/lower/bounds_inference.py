@@ -29,7 +29,6 @@ from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.visitor import IRMutator, rewrite, walk
-from halo.lang.expr import as_expr
 from halo.lower.context import LowerContext
 from halo.schedule.records import PlacementKind
 
@@ -200,9 +199,7 @@ def _output_region(f) -> list[Interval]:
 def _bound_interval(f, v: str) -> tuple[int, Interval]:
     """The dimension and interval that `f.bound(v, min, extent)` asserts."""
     lo, extent = f.schedule.bounds[v]
-    lo_e = as_expr(lo).node
-    return ([a.name for a in f.args].index(v),
-            Interval(lo_e, n.Sub(n.Add(lo_e, as_expr(extent).node), const(1))))
+    return [a.name for a in f.args].index(v), Interval(lo, n.Sub(n.Add(lo, extent), const(1)))
 
 
 def _apply_bounds(f, region: list[Interval]) -> list[Interval]:

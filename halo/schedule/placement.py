@@ -5,7 +5,10 @@ use) is checked when the pipeline is lowered, when the consumers' schedules are 
 """
 from __future__ import annotations
 
+from numbers import Integral
+
 from halo.errors import ScheduleError
+from halo.ir import nodes as n
 from halo.schedule.records import INLINE, ROOT, FuncSchedule, LoopLevel, MemoryScope, PlacementKind
 from halo.schedule.stage import loop_name
 
@@ -23,6 +26,19 @@ def _level(self_name: str, call: str, consumer, var) -> LoopLevel:
         raise ScheduleError(f"{self_name}.{call}({name}, {loop_name(var)}): a Func can't be "
                             f"placed inside its own loops; name the Func that reads {name}")
     return LoopLevel(PlacementKind.AT, name, stage, loop_name(var))
+
+
+def _bound_value(call: str, value: object) -> n.Expr:
+    """A `bound()` argument as IR: a halo Expr's node, an int as an int32 constant."""
+    node = getattr(value, "node", value)
+    if isinstance(node, n.Expr):
+        return node
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        if not -2**31 <= value < 2**31:
+            raise ScheduleError(f"{call}: {value} does not fit in int32")
+        return n.const(int(value))
+    raise ScheduleError(f"{call}: the min and extent must be ints or halo Exprs, not "
+                        f"{value!r}")
 
 
 class FuncPlacement:
@@ -103,7 +119,8 @@ class FuncPlacement:
             raise ScheduleError(f"{self.name}.bound({name}, ...): '{name}' is not a "
                                 f"dimension of {self.name}; its dimensions are "
                                 f"{', '.join(args) or '(none yet)'}")
-        self.schedule.bounds[name] = (min, extent)
+        call = f"{self.name}.bound({name}, ...)"
+        self.schedule.bounds[name] = (_bound_value(call, min), _bound_value(call, extent))
         return self
 
     def set_estimates(self, estimates):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from halo.analysis.loops import Fuse, Reorder, Split, transformed_names
-from halo.ir.nodes import ForKind
+from halo.ir.nodes import Expr, ForKind
 
 
 class PlacementKind(Enum):
@@ -145,7 +145,8 @@ class FuncSchedule:
     stages: list[StageSchedule] = field(default_factory=list)
     compute_level: LoopLevel | None = None  # None: the default (see lower.realization)
     store_level: LoopLevel | None = None    # None: same as the compute level
-    bounds: dict[str, tuple[object, object]] = field(default_factory=dict)
+    # dimension -> the (min, extent) that bound() fixes, as IR (ints as int32 constants)
+    bounds: dict[str, tuple[Expr, Expr]] = field(default_factory=dict)
     estimates: list[tuple[int, int]] | None = None
     memory_scope: MemoryScope = MemoryScope.AUTO
     cache: CacheOrigin | None = None       # set on Funcs made by cache_read/cache_write

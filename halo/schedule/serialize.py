@@ -20,7 +20,10 @@ from dataclasses import dataclass
 
 from halo.analysis.loops import TailStrategy
 from halo.errors import ScheduleError
+from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
+from halo.ir.printer import expr_to_str
+from halo.ir.types import int32
 from halo.schedule.conditions import condition_from_json, condition_text, condition_to_json
 from halo.schedule.records import (
     CacheKind,
@@ -173,10 +176,16 @@ def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
             not (made and sched.memory_scope is made.scope):
         calls.append(Call(name, 0, "store_in", (sched.memory_scope.value,)))
     for var, (lo, extent) in sched.bounds.items():
-        calls.append(Call(name, 0, "bound", (var, lo, extent)))
+        calls.append(Call(name, 0, "bound", (var, _bound_arg(lo), _bound_arg(extent))))
     if sched.estimates is not None:
         calls.append(Call(name, 0, "set_estimates", ([list(e) for e in sched.estimates],)))
     return calls
+
+
+def _bound_arg(e: n.Expr) -> object:
+    """A bound's min or extent as the user may have written it: an int for an int32
+    constant."""
+    return e.value if isinstance(e, n.Const) and e.type == int32 else e
 
 
 # ------------------------------------------------------------------------------ source
@@ -219,9 +228,8 @@ def _arg_text(a: object, method: str) -> str:
         return a  # a loop name, as the Var (or RVar, `r.x`) a user would write
     if method == "specialize":
         return condition_text(a.node)
-    if hasattr(a, "node"):
-        from halo.ir.printer import expr_to_str
-        return expr_to_str(a.node)
+    if isinstance(a, n.Expr):
+        return expr_to_str(a)
     return repr(a)
 
 
@@ -306,7 +314,8 @@ def _resolve(a: object, funcs: dict) -> object:
 
 
 def _sched_dict(s: FuncSchedule) -> dict:
-    for v, (lo, extent) in s.bounds.items():
+    bounds = {v: (_bound_arg(lo), _bound_arg(extent)) for v, (lo, extent) in s.bounds.items()}
+    for v, (lo, extent) in bounds.items():
         if not (isinstance(lo, int) and isinstance(extent, int)):
             raise ScheduleError(f"bound({v}, ...) with an expression can't be saved as JSON; "
                                 "use schedule_source() instead")
@@ -315,7 +324,7 @@ def _sched_dict(s: FuncSchedule) -> dict:
         "stages": [_stage_dict(st) for st in s.stages],
         "compute_level": _level_dict(s.compute_level),
         "store_level": _level_dict(s.store_level),
-        "bounds": {v: list(b) for v, b in s.bounds.items()},
+        "bounds": {v: list(b) for v, b in bounds.items()},
         "estimates": s.estimates,
         "memory_scope": s.memory_scope.value,
         "cache": None if c is None else {
@@ -367,7 +376,7 @@ def _sched_from_dict(d: dict, env) -> FuncSchedule:
     return FuncSchedule(
         stages=[_stage_from_dict(st, env) for st in d["stages"]],
         compute_level=level(d["compute_level"]), store_level=level(d["store_level"]),
-        bounds={v: tuple(b) for v, b in d["bounds"].items()},
+        bounds={v: (n.const(lo), n.const(extent)) for v, (lo, extent) in d["bounds"].items()},
         estimates=[tuple(e) for e in d["estimates"]] if d["estimates"] else None,
         memory_scope=MemoryScope(d["memory_scope"]),
         cache=None if c is None else CacheOrigin(
