@@ -24,7 +24,15 @@ from halo.errors import ScheduleError
 from halo.lang.var import Var
 from halo.program import Definition
 from halo.schedule.caching import check_scope, predicate_reads, reads_object, redirect
-from halo.schedule.records import ROOT, CacheOrigin, Dim, StageSchedule
+from halo.schedule.records import (
+    ROOT,
+    CacheKind,
+    CacheOrigin,
+    Dim,
+    MemoryScope,
+    StageSchedule,
+    stage_label,
+)
 
 if TYPE_CHECKING:
     from halo.lang.func import Func
@@ -64,7 +72,7 @@ def _wrapper(w: Func, dims: list[str], source: CacheRead, scope: str,
     args = tuple(Var(d) for d in dims)
     w[args] = source[args] if args else source[()]
     w.schedule.compute_level = ROOT
-    w.schedule.memory_scope = scope
+    w.schedule.memory_scope = MemoryScope(scope)
     w.schedule.cache = origin
     return w
 
@@ -105,7 +113,7 @@ class CacheRead:
                                     "them with readers=[...]")
         else:
             chosen = _checked_readers(self, call, readers)
-        origin = CacheOrigin("read", label, scope,
+        origin = CacheOrigin(CacheKind.READ, label, MemoryScope(scope),
                              None if readers is None else tuple(r.name for r in chosen),
                              next(_creation))
         name = _cache_name(self, scope)
@@ -170,7 +178,7 @@ class CacheWrite(CacheRead):
         for k, stage in enumerate(f.schedule.stages):
             if stage.transforms or stage.specializations or stage.tensorize or \
                     any(d.kind.value != "serial" for d in stage.dims):
-                where = f.name if k == 0 else f"{f.name}.update({k - 1})"
+                where = stage_label(f.name, k)
                 raise ScheduleError(
                     f"{call}: {where} already has a loop schedule, which would not carry "
                     f"over to the new Func; call cache_write first, then schedule the Func "
@@ -179,7 +187,8 @@ class CacheWrite(CacheRead):
             raise ScheduleError(f"{call}: an update of {f.name} reads {f.name} in its RDom's "
                                 "where() predicate, which can't be moved to a new Func")
         dims = [v.name for v in f.args]
-        origin = CacheOrigin("write", f.name, scope, None, next(_creation))
+        origin = CacheOrigin(CacheKind.WRITE, f.name, MemoryScope(scope), None,
+                             next(_creation))
         w = _wrapper(f._new_func(_cache_name(f, scope)), dims, f, scope, origin)
         # The wrapper was defined as a copy of f; now it takes f's definitions instead.
         w._pure = f._pure

@@ -31,6 +31,7 @@ from halo.lang.specialize import Specializable
 from halo.lang.var import RVar, Var
 from halo.program import Definition, provided_names
 from halo.schedule import Dim, FuncPlacement, FuncSchedule, Schedulable, StageSchedule
+from halo.schedule.records import CacheKind, stage_label
 from halo.schedule.update_stage import UpdateStage
 
 if TYPE_CHECKING:
@@ -96,15 +97,15 @@ class Stage(UpdateStage, Specializable):
         if self.index >= len(stages):  # cache_write moved the updates to another Func
             moved = [g.name for g in self.func.definitions[0].deps
                      if isinstance(g, Func) and g.schedule.cache is not None
-                     and g.schedule.cache.kind == "write"]
+                     and g.schedule.cache.kind is CacheKind.WRITE]
             where = f" (cache_write moved them to {moved[0]}; schedule " \
-                f"{moved[0]}.update({self.index - 1}))" if moved else ""
+                f"{stage_label(moved[0], self.index)})" if moved else ""
             raise DefinitionError(f"{self._stage_label()}: {self.func.name} has "
                                   f"{len(stages) - 1} update definition(s) now{where}")
         return stages[self.index]
 
     def _stage_label(self) -> str:
-        return f"{self.func.name}.update({self.index - 1})"
+        return stage_label(self.func.name, self.index)
 
     def __repr__(self) -> str:
         return f"Stage({self._stage_label()})"

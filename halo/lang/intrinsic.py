@@ -42,11 +42,11 @@ class Intrinsic:
         shape = []
         for v in spec.args:
             lo, extent = spec.schedule.bounds.get(v.name, (None, None))
-            if not (isinstance(lo, int) and isinstance(extent, int)):
+            if not (isinstance(lo, _Const) and isinstance(extent, _Const)):
                 raise DefinitionError(
                     f"Intrinsic {name}: dimension {v.name} of spec {spec.name} has no constant "
                     f"size; give it one with {spec.name}.bound({v.name}, 0, extent)")
-            shape.append(extent)
+            shape.append(extent.value)
         last = spec.definitions[-1]
         rvars = list(last.rdom.rvars) if last.rdom is not None else []
         for r in rvars:

@@ -108,7 +108,7 @@ def rfactor(stage: Stage, rvar: object, v: object, name: str | None) -> Func:
     intm[(Var(var), *f.args)] = Expr(n.const(identity(f.type), f.type))
 
     kept = [x for x in rloops if x != loop]
-    intm_rdom = RDom(*((Expr(bounds[x][0], bound_deps), Expr(bounds[x][1], bound_deps))
+    intm_rdom = RDom(*((Expr(bounds[x].min, bound_deps), Expr(bounds[x].extent, bound_deps))
                        for x in kept), name=f"{intm_name}_r", rvar_names=tuple(kept))
     conditions = [substitute(g, {loop: var_expr}) for g in guards] + \
         ([resolve(predicate.node, var_expr)] if predicate is not None else [])
@@ -127,7 +127,7 @@ def rfactor(stage: Stage, rvar: object, v: object, name: str | None) -> Func:
     intm.schedule.stages.append(StageSchedule(
         [Dim(x) for x in update.pure_var_names()] + [Dim(x, pure=False) for x in kept]))
 
-    merge_rdom = RDom((Expr(bounds[loop][0], bound_deps), Expr(bounds[loop][1], bound_deps)),
+    merge_rdom = RDom((Expr(bounds[loop].min, bound_deps), Expr(bounds[loop].extent, bound_deps)),
                       name=f"{intm_name}_merge", rvar_names=(loop,))
     pure_args = tuple(a.node for a in f.args)
     part = n.Call(f.type, intm_name, (n.Var(loop), *pure_args), n.CallKind.FUNC)

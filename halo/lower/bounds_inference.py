@@ -22,15 +22,15 @@ from dataclasses import dataclass, replace
 
 from halo.analysis.boxes import Access, boxes_touched, boxes_touched_each
 from halo.analysis.interval import Interval
+from halo.analysis.loops import Split, TailStrategy, sources_after
 from halo.analysis.simplify import Simplifier
 from halo.errors import BoundsError, InternalError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.visitor import IRMutator, rewrite, walk
-from halo.lang.expr import as_expr
 from halo.lower.context import LowerContext
-from halo.schedule.records import Fuse, Split
+from halo.schedule.records import PlacementKind
 
 
 @dataclass(frozen=True)
@@ -199,9 +199,7 @@ def _output_region(f) -> list[Interval]:
 def _bound_interval(f, v: str) -> tuple[int, Interval]:
     """The dimension and interval that `f.bound(v, min, extent)` asserts."""
     lo, extent = f.schedule.bounds[v]
-    lo_e = as_expr(lo).node
-    return ([a.name for a in f.args].index(v),
-            Interval(lo_e, n.Sub(n.Add(lo_e, as_expr(extent).node), const(1))))
+    return [a.name for a in f.args].index(v), Interval(lo, n.Sub(n.Add(lo, extent), const(1)))
 
 
 def _apply_bounds(f, region: list[Interval]) -> list[Interval]:
@@ -249,19 +247,15 @@ def _round_up_slack(f) -> dict[int, int]:
     """Per dimension of `f`, how many points past the end of the computed region its
     round_up splits (in any specialization too) may write: the product of their factors,
     minus one. A split of a fused loop counts for both dimensions."""
-    dims = {v.name: {i} for i, v in enumerate(f.args)}
+    dim_of = {v.name: i for i, v in enumerate(f.args)}
     factors: dict[int, int] = {}
-    pure = f.schedule.stages[0]
-    for sched in pure.variants():
-        origin = dict(dims)
+    for sched in f.schedule.stages[0].variants():
+        sources = {v: frozenset({v}) for v in dim_of}
         for t in sched.transforms:
-            if isinstance(t, Split) and t.old in origin:
-                origin[t.outer] = origin[t.inner] = origin[t.old]
-                if t.tail == "round_up":
-                    for i in origin[t.old]:
-                        factors[i] = max(factors.get(i, 1), 1) * t.factor
-            elif isinstance(t, Fuse) and t.outer in origin and t.inner in origin:
-                origin[t.fused] = origin[t.outer] | origin[t.inner]
+            if isinstance(t, Split) and t.tail is TailStrategy.ROUND_UP:
+                for v in sources[t.old]:
+                    factors[dim_of[v]] = factors.get(dim_of[v], 1) * t.factor
+            sources = sources_after(t, sources)
     return {i: factor - 1 for i, factor in factors.items() if factor > 1}
 
 
@@ -320,7 +314,8 @@ def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext,
                            simplifier: Simplifier) -> None:
     accesses = [Access(name) for name in ctx.env.inputs]
     accesses += [Access(name) for name, f in ctx.env.funcs.items()
-                 if ctx.compute_levels[name].kind != "inline" and name not in ctx.outputs
+                 if ctx.compute_levels[name].kind is not PlacementKind.INLINE
+                 and name not in ctx.outputs
                  and f.schedule.bounds]
     accesses += [Access(name, calls=True, provides=True) for name in ctx.outputs]
     boxes = dict(zip(accesses, boxes_touched_each(stmt, accesses, simplifier=simplifier),
@@ -333,7 +328,7 @@ def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext,
             f"{name}.shape[{{i}}] - 1)) or read {name} through a boundary condition",
             simplifier)
     for name, f in ctx.env.funcs.items():
-        if ctx.compute_levels[name].kind == "inline":
+        if ctx.compute_levels[name].kind is PlacementKind.INLINE:
             continue
         # bound() must cover what is read (and, for an output, the region realized).
         used = _output_region(f) if name in ctx.outputs else boxes.get(Access(name))

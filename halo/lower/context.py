@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from halo.analysis.simplify import Simplifier
 from halo.lang.environment import Environment
-from halo.schedule.records import LoopLevel
+from halo.schedule.records import LoopLevel, PlacementKind
 from halo.target import Target
 
 if TYPE_CHECKING:  # the passes that define these import this module
@@ -40,7 +40,7 @@ class LowerContext:
     def realized(self) -> list[str]:
         """Funcs with storage of their own, in realization order (not inlined, not outputs)."""
         return [nm for nm, lvl in self.compute_levels.items()
-                if lvl.kind != "inline" and nm not in self.outputs]
+                if lvl.kind is not PlacementKind.INLINE and nm not in self.outputs]
 
     def stage_prefix(self, func: str, stage: int) -> str:
         return f"{func}.s{stage}."

@@ -5,6 +5,7 @@ from halo.ir import nodes as n
 from halo.ir.substitute import substitute
 from halo.ir.visitor import IRMutator, Node
 from halo.lower.context import LowerContext
+from halo.schedule.records import PlacementKind
 
 
 class _Inline(IRMutator):
@@ -14,7 +15,7 @@ class _Inline(IRMutator):
     def visit_Call(self, call: n.Call) -> n.Expr:
         call = self.mutate_children(call)
         if call.kind is not n.CallKind.FUNC or \
-                self.ctx.compute_levels[call.name].kind != "inline":
+                self.ctx.compute_levels[call.name].kind is not PlacementKind.INLINE:
             return call
         pure = self.ctx.env.funcs[call.name].definitions[0]
         args = {v.name: a for v, a in zip(pure.args, call.args, strict=True)}

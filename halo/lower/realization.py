@@ -12,7 +12,7 @@ from halo.ir.nodes import ForKind
 from halo.lower.context import LowerContext
 from halo.schedule.conditions import condition_text
 from halo.schedule.gpu import nesting_problem
-from halo.schedule.records import INLINE, ROOT
+from halo.schedule.records import INLINE, ROOT, MemoryScope, PlacementKind, stage_label
 from halo.target import Target, TargetKind
 
 _GPU_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.VTHREAD)
@@ -26,9 +26,9 @@ def decide_realizations(stmt: None, ctx: LowerContext) -> None:
         level = sched.compute_level
         has_updates = len(f.definitions) > 1
         if name in ctx.outputs:
-            if level is not None and level.kind != "root":
+            if level is not None and level.kind is not PlacementKind.ROOT:
                 raise ScheduleError(
-                    f"{name}.compute_{'at' if level.kind == 'at' else level.kind}(...): {name} "
+                    f"{name}.compute_{level.kind.value}(...): {name} "
                     "is an output of the pipeline, so it is always computed at root; schedule "
                     "its loops instead, or place the Funcs it reads")
             level = ROOT
@@ -36,10 +36,10 @@ def decide_realizations(stmt: None, ctx: LowerContext) -> None:
             level = ROOT if has_updates else INLINE
         if not (sched.cache and sched.memory_scope == sched.cache.scope):  # its own scope
             _check_scope(name, sched.memory_scope, level.kind, name in ctx.outputs)
-        if level.kind == "inline":
+        if level.kind is PlacementKind.INLINE:
             _check_inlinable(f, has_updates, explicit=sched.compute_level is not None)
             if sched.store_level is not None:
-                raise ScheduleError(f"{name}.store_{sched.store_level.kind}(...): {name} is "
+                raise ScheduleError(f"{name}.store_{sched.store_level.kind.value}(...): {name} is "
                                     "computed inline, so it has no storage; add "
                                     f"{name}.compute_root() or {name}.compute_at(...)")
         ctx.compute_levels[name] = level
@@ -47,15 +47,15 @@ def decide_realizations(stmt: None, ctx: LowerContext) -> None:
         _check_loop_records(f, ctx.target)
 
 
-def _check_scope(name: str, scope: str, level: str, is_output: bool) -> None:
-    if scope == "auto":
+def _check_scope(name: str, scope: MemoryScope, level: PlacementKind, is_output: bool) -> None:
+    if scope is MemoryScope.AUTO:
         return
-    if is_output and scope != "global":
-        raise ScheduleError(f"{name}.store_in({scope!r}): {name} is an output of the pipeline, "
-                            "so it is stored in the array passed to realize(); store_in "
-                            "applies to the Funcs it reads")
-    if level == "inline":
-        raise ScheduleError(f"{name}.store_in({scope!r}): {name} is computed inline, so it "
+    if is_output and scope is not MemoryScope.GLOBAL:
+        raise ScheduleError(f"{name}.store_in({scope.value!r}): {name} is an output of the "
+                            "pipeline, so it is stored in the array passed to realize(); "
+                            "store_in applies to the Funcs it reads")
+    if level is PlacementKind.INLINE:
+        raise ScheduleError(f"{name}.store_in({scope.value!r}): {name} is computed inline, so it "
                             f"has no storage; add {name}.compute_root() or "
                             f"{name}.compute_at(...)")
 
@@ -64,7 +64,7 @@ def _check_loop_records(f, target: Target) -> None:
     """GPU bindings must still nest properly (a reorder after binding may have broken
     them) and need a GPU target; tensorized loops are not lowered yet."""
     for k, stage in enumerate(f.schedule.stages):
-        label = f.name if k == 0 else f"{f.name}.update({k - 1})"
+        label = stage_label(f.name, k)
         variants = [(label, stage), *((f"{label}.specialize({condition_text(s.condition.node)})",
                                       s.schedule) for s in stage.specializations)]
         for where, sched in variants:

@@ -17,6 +17,16 @@ from __future__ import annotations
 from functools import reduce
 from typing import NamedTuple
 
+from halo.analysis.loops import (
+    Fuse,
+    LoopRange,
+    Split,
+    TailStrategy,
+    divides,
+    fused_values,
+    ranges_after,
+    split_value,
+)
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import block, const
@@ -25,7 +35,7 @@ from halo.ir.visitor import IRMutator, walk
 from halo.lang.func import Definition
 from halo.lower.context import LowerContext
 from halo.lower.inline import inline_calls
-from halo.schedule.records import Fuse, LoopLevel, Split, StageSchedule
+from halo.schedule.records import LoopLevel, PlacementKind, StageSchedule, stage_label
 
 
 def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
@@ -35,7 +45,7 @@ def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
     for name in reversed(ctx.env.funcs):
         if name in ctx.outputs:
             stmt = n.ProducerConsumer(name, _produce(name, ctx), stmt)
-        elif ctx.compute_levels[name].kind != "inline":
+        elif ctx.compute_levels[name].kind is not PlacementKind.INLINE:
             stmt = _inject(stmt, name, ctx)
     return stmt
 
@@ -94,7 +104,7 @@ def _tiled_loops(func: str, k: int, definition: Definition, sched: StageSchedule
 def _computed_inside(func: str, k: int, ctx: LowerContext) -> list[str]:
     """The Funcs computed at a loop of stage k of `func`, and those computed inside them."""
     inside = [g for g, level in ctx.compute_levels.items()
-              if level.kind == "at" and (level.func, level.stage) == (func, k)]
+              if level.kind is PlacementKind.AT and (level.func, level.stage) == (func, k)]
     for g in list(inside):
         for stage in range(len(ctx.env.funcs[g].definitions)):
             inside += _computed_inside(g, stage, ctx)
@@ -103,7 +113,7 @@ def _computed_inside(func: str, k: int, ctx: LowerContext) -> list[str]:
 
 def _rounds_up(name: str, ctx: LowerContext) -> bool:
     """Whether a stage of Func `name`, in any specialization, has a round_up split."""
-    return any(isinstance(t, Split) and t.tail == "round_up"
+    return any(isinstance(t, Split) and t.tail is TailStrategy.ROUND_UP
                for stage in ctx.env.funcs[name].schedule.stages
                for sched in stage.variants() for t in sched.transforms)
 
@@ -117,24 +127,25 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     prefix = ctx.stage_prefix(func, k)
     rvars = {r.name: r for r in (definition.rdom.rvars if definition.rdom else ())}
     ir_name: dict[str, str] = {}
-    bounds: dict[str, tuple[n.Expr, n.Expr]] = {}  # IR name -> (min, extent)
+    ranges: dict[str, LoopRange] = {}  # the stage's loop names -> their ranges
     for d in _initial_dims(definition, sched):
         var = prefix + d
         ir_name[d] = var
         if d in rvars:
             r = rvars[d]
-            bounds[var] = (r.min.node, r.extent.node)
+            ranges[d] = LoopRange(r.min.node, r.extent.node)
         else:
             lo, hi = n.Var(var + ".min"), n.Var(var + ".max")
-            bounds[var] = (lo, n.Add(n.Sub(hi, lo), const(1)))
+            ranges[d] = LoopRange(lo, n.Add(n.Sub(hi, lo), const(1)))
 
     lets: list[_Let] = []
     short: list[n.Expr] = []
     for t in sched.transforms:  # (a Reorder only moved loops: sched.dims has the result)
         if isinstance(t, Split):
-            _apply_split(t, ir_name, bounds, lets, k, short, whole_tiles)
+            lets.append(_split_let(t, ir_name, ranges[t.old], k, short, whole_tiles))
         elif isinstance(t, Fuse):
-            _apply_fuse(t, prefix, ir_name, bounds, lets)
+            lets += _fuse_lets(t, prefix, ir_name, ranges[t.outer], ranges[t.inner])
+        ranges = ranges_after(t, ranges)
     lets = _drop_broken_promises(lets)
 
     replace = {v: n.Var(prefix + v) for v in [*definition.pure_var_names(), *rvars]}
@@ -155,9 +166,9 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
         body = n.LetStmt(name, value, body)
     for d in reversed(sched.dims):
         var = ir_name[d.name]
-        lo, extent = bounds[var]
+        lo, extent = ranges[d.name]
         body = n.For(var, lo, extent, d.kind, body)
-        ctx.loop_labels[var] = f"{func}{'' if k == 0 else f'.update({k - 1})'} loop {d.name}"
+        ctx.loop_labels[var] = f"{stage_label(func, k)} loop {d.name}"
     ctx.loop_names[(func, k)] = ir_name
     return body, short
 
@@ -219,55 +230,46 @@ def _initial_dims(definition: Definition, sched: StageSchedule) -> list[str]:
     return [*definition.pure_var_names(), *rvars]
 
 
-def _apply_split(t: Split, ir_name, bounds, lets, k: int, short: list[n.Expr],
-                 whole_tiles: bool) -> None:
+def _split_let(t: Split, ir_name: dict[str, str], old_range: LoopRange, k: int,
+               short: list[n.Expr], whole_tiles: bool) -> _Let:
+    """The let that rebuilds the variable split by `t` (over `old_range`) from its two
+    loops, which it names in `ir_name`."""
     old = ir_name.pop(t.old)
     outer, inner = f"{old}.{t.outer}", f"{old}.{t.inner}"
     ir_name[t.outer], ir_name[t.inner] = outer, inner
-    lo, extent = bounds.pop(old)
-    factor = const(t.factor)
-    bounds[outer] = (const(0), n.Div(n.Add(extent, const(t.factor - 1)), factor))
-    bounds[inner] = (const(0), factor)
-    o, i = n.Var(outer), n.Var(inner)
-    divides = isinstance(extent, n.Const) and extent.value % t.factor == 0
-    tail = t.tail if t.tail != "auto" else ("shift_inwards" if k == 0 else "guard")
-    last = n.Sub(n.Add(lo, extent), const(1))
-    if tail == "shift_inwards":
-        base = n.Min(n.Mul(o, factor), n.Sub(extent, factor))
+    lo, extent = old_range
+    tail = t.tail_in(pure_stage=k == 0)
+    value = split_value(old_range, n.Var(outer), n.Var(inner), t.factor, tail)
+    whole = divides(old_range, t.factor)
+    if tail is TailStrategy.SHIFT_INWARDS:
         # only an extent smaller than the factor shifts below lo
-        needs_guard = not divides and not (isinstance(extent, n.Const)
-                                           and extent.value >= t.factor)
+        needs_guard = not whole and not (isinstance(extent, n.Const)
+                                         and extent.value >= t.factor)
         if needs_guard:
-            short.append(n.LE(factor, extent))
+            short.append(n.LE(const(t.factor), extent))
         if needs_guard and whole_tiles:
-            lets.append(_Let(old, n.Add(n.Add(lo, base), i)))
-        else:
-            lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, base), i), lo, last),
-                             n.LE(lo, n.Var(old)) if needs_guard else None))
-    elif tail == "guard":
-        lets.append(_Let(old, n.promise_clamped(n.Add(n.Add(lo, n.Mul(o, factor)), i), lo,
-                                                last),
-                         n.LT(n.Var(old), n.Add(lo, extent)) if not divides else None))
-    else:  # round_up computes past the end on purpose: no promise
-        lets.append(_Let(old, n.Add(n.Add(lo, n.Mul(o, factor)), i), overflows=not divides))
+            return _Let(old, value)
+        return _Let(old, n.promise_clamped(value, lo, old_range.max),
+                    n.LE(lo, n.Var(old)) if needs_guard else None)
+    if tail is TailStrategy.GUARD:
+        return _Let(old, n.promise_clamped(value, lo, old_range.max),
+                    n.LT(n.Var(old), old_range.end) if not whole else None)
+    # round_up computes past the end on purpose: no promise
+    return _Let(old, value, overflows=not whole)
 
 
-def _apply_fuse(t: Fuse, prefix: str, ir_name, bounds, lets) -> None:
+def _fuse_lets(t: Fuse, prefix: str, ir_name: dict[str, str], outer_range: LoopRange,
+               inner_range: LoopRange) -> list[_Let]:
+    """The lets that rebuild the variables fused by `t` from the fused loop, which it
+    names in `ir_name`."""
     outer, inner = ir_name.pop(t.outer), ir_name.pop(t.inner)
     fused = prefix + t.fused
     ir_name[t.fused] = fused
-    (lo_o, ext_o), (lo_i, ext_i) = bounds.pop(outer), bounds.pop(inner)
-    # An empty region may have both extents negative; their product must not be positive.
-    bounds[fused] = (const(0), n.Mul(n.Max(ext_o, const(0)), n.Max(ext_i, const(0))))
+    outer_value, inner_value = fused_values(n.Var(fused), outer_range, inner_range)
     # Both results are in range by construction; the promises show bounds inference the
     # ranges, which a symbolic division hides.
-    f = n.Var(fused)
-    lets.append(_Let(inner, _promise_in(n.Add(lo_i, n.Mod(f, ext_i)), lo_i, ext_i)))
-    lets.append(_Let(outer, _promise_in(n.Add(lo_o, n.Div(f, ext_i)), lo_o, ext_o)))
-
-
-def _promise_in(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:
-    return n.promise_clamped(value, lo, n.Sub(n.Add(lo, extent), const(1)))
+    return [_Let(inner, n.promise_clamped(inner_value, inner_range.min, inner_range.max)),
+            _Let(outer, n.promise_clamped(outer_value, outer_range.min, outer_range.max))]
 
 
 # --------------------------------------------------------------------- injection
@@ -299,7 +301,7 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
         if at_compute:
             body = n.ProducerConsumer(name, produce, body)
         if at_store:  # bounds_inference fills in the bounds
-            body = n.Realize(name, f.type, (), body, f.schedule.memory_scope)
+            body = n.Realize(name, f.type, (), body, f.schedule.memory_scope.value)
         return body
 
     if compute is None:  # both at root
@@ -318,7 +320,7 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
 
 def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str | None:
     """The IR loop variable of a placement, or None for root."""
-    if level.kind != "at":
+    if level.kind is not PlacementKind.AT:
         return None
     consumer = level.func
     stage = level.stage
@@ -326,7 +328,7 @@ def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str 
         raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} is not part "
                             f"of this pipeline; {name} is used by "
                             f"{', '.join(ctx.env.consumers(name)) or 'nothing'}")
-    if ctx.compute_levels[consumer].kind == "inline":
+    if ctx.compute_levels[consumer].kind is PlacementKind.INLINE:
         raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} is computed "
                             f"inline, so it has no loop {level.var}; schedule {consumer} with "
                             "compute_root() or compute_at(...) first")

@@ -40,13 +40,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from halo.analysis.loops import Split, TailStrategy
 from halo.analysis.monotonic import Monotonic, monotonic
 from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.substitute import substitute, uses_var
 from halo.lower.context import LowerContext
-from halo.schedule.records import Split
 
 _SERIAL = (n.ForKind.SERIAL, n.ForKind.UNROLLED)
 
@@ -74,7 +74,7 @@ def _may_slide(name: str, ctx: LowerContext) -> bool:
     if len(f.definitions) != 1:
         return False
     splits = [t for t in f.schedule.stages[0].transforms if isinstance(t, Split)]
-    return not any(t.tail == "round_up" for t in splits)
+    return not any(t.tail is TailStrategy.ROUND_UP for t in splits)
 
 
 class _Slider:

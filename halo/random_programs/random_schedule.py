@@ -385,7 +385,7 @@ def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int,
                 drawer.emit(Call(StageRef(name), "bound", (var.name, lo, size)))
         if is_output:
             bound = f.schedule.bounds
-            extents.update({v: e for v, (_, e) in bound.items() if isinstance(e, int)})
+            extents.update({v: e.value for v, (_, e) in bound.items() if isinstance(e, n.Const)})
         st = StageState(f, k, is_output, extents)
         intm = None
         if k > 0 and placer is not None:

@@ -8,8 +8,9 @@ from halo.ir import nodes as n
 from halo.ir.substitute import var_names
 from halo.ir.visitor import rewrite, walk
 from halo.program import Definition
+from halo.schedule.records import MemoryScope
 
-CACHE_SCOPES = ("global", "stack", "shared", "local")
+CACHE_SCOPES = tuple(s.value for s in MemoryScope if s is not MemoryScope.AUTO)
 
 
 def check_scope(label: str, call: str, scope: object) -> None:

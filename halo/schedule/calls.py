@@ -30,8 +30,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from halo.errors import ScheduleError
+from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
 from halo.schedule.conditions import condition_text
+from halo.schedule.records import stage_label
 
 # Methods whose string arguments are values (memory scopes), not loop names.
 STRING_ARGUMENTS = ("store_in", "cache_read", "cache_write")
@@ -47,7 +49,7 @@ class StageRef:
     condition: object = None
 
     def source(self) -> str:
-        text = self.func if self.stage == 0 else f"{self.func}.update({self.stage - 1})"
+        text = stage_label(self.func, self.stage)
         if self.condition is None:
             return text
         return f"{text}.specialize({_condition_source(self.condition)})"
@@ -139,6 +141,8 @@ def _value_source(a: object, method: str) -> str:
         return _condition_source(a)
     if isinstance(a, str) and method not in STRING_ARGUMENTS:
         return a  # a loop name, as the Var (or RVar, `r.x`) a user would write
+    if isinstance(a, n.Expr):
+        return expr_to_str(a)
     if hasattr(a, "node"):
         return expr_to_str(a.node)
     return repr(a)

@@ -6,13 +6,15 @@ use) is checked when the pipeline is lowered, when the consumers' schedules are 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 from typing import TypeVar
 
 from halo.errors import ScheduleError
-from halo.schedule.records import INLINE, ROOT, FuncSchedule, LoopLevel
+from halo.ir import nodes as n
+from halo.schedule.records import INLINE, ROOT, FuncSchedule, LoopLevel, MemoryScope, PlacementKind
 from halo.schedule.stage import loop_name
 
-SCOPES = ("auto", "global", "stack", "shared", "local")
+_SCOPES = tuple(s.value for s in MemoryScope)
 
 P = TypeVar("P", bound="FuncPlacement")  # a verb returns the Func it was called on
 
@@ -27,7 +29,20 @@ def _level(self_name: str, call: str, consumer: object, var: object) -> LoopLeve
     if name == self_name:
         raise ScheduleError(f"{self_name}.{call}({name}, {loop_name(var)}): a Func can't be "
                             f"placed inside its own loops; name the Func that reads {name}")
-    return LoopLevel("at", name, stage, loop_name(var))
+    return LoopLevel(PlacementKind.AT, name, stage, loop_name(var))
+
+
+def _bound_value(call: str, value: object) -> n.Expr:
+    """A `bound()` argument as IR: a halo Expr's node, an int as an int32 constant."""
+    node = getattr(value, "node", value)
+    if isinstance(node, n.Expr):
+        return node
+    if isinstance(value, Integral) and not isinstance(value, bool):
+        if not -2**31 <= value < 2**31:
+            raise ScheduleError(f"{call}: {value} does not fit in int32")
+        return n.const(int(value))
+    raise ScheduleError(f"{call}: the min and extent must be ints or halo Exprs, not "
+                        f"{value!r}")
 
 
 class FuncPlacement:
@@ -92,10 +107,10 @@ class FuncPlacement:
             allocate g[g.extent.0 * g.extent.1] in heap:     g.store_in("stack")
               ...                                       ->   allocate g[48] in stack: ...
         """
-        if scope not in SCOPES:  # ("auto", the default, stays accepted)
+        if scope not in _SCOPES:  # ("auto", the default, stays accepted)
             raise ScheduleError(f"{self.name}.store_in({scope!r}): the scope must be one of "
-                                f"{', '.join(repr(s) for s in SCOPES[1:])}")
-        self.schedule.memory_scope = scope
+                                f"{', '.join(repr(s) for s in _SCOPES[1:])}")
+        self.schedule.memory_scope = MemoryScope(scope)
         return self
 
     def bound(self: P, var: object, min: object,  # noqa: A002 - the API's names
@@ -109,7 +124,8 @@ class FuncPlacement:
             raise ScheduleError(f"{self.name}.bound({name}, ...): '{name}' is not a "
                                 f"dimension of {self.name}; its dimensions are "
                                 f"{', '.join(args) or '(none yet)'}")
-        self.schedule.bounds[name] = (min, extent)
+        call = f"{self.name}.bound({name}, ...)"
+        self.schedule.bounds[name] = (_bound_value(call, min), _bound_value(call, extent))
         return self
 
     def set_estimates(self: P, estimates: Sequence[Sequence[int]]) -> P:

@@ -23,19 +23,7 @@ from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import var_names
 from halo.ir.visitor import walk
-from halo.schedule.records import Dim, Fuse, Split, StageSchedule
-
-
-def loop_sources(initial: list[str], sched: StageSchedule) -> dict[str, frozenset[str]]:
-    """For each current loop of the stage, the original variables it is made of."""
-    sources = {name: frozenset({name}) for name in initial}
-    for t in sched.transforms:
-        if isinstance(t, Split):
-            old = sources.pop(t.old)
-            sources[t.outer] = sources[t.inner] = old
-        elif isinstance(t, Fuse):
-            sources[t.fused] = sources.pop(t.outer) | sources.pop(t.inner)
-    return sources
+from halo.schedule.records import Dim
 
 
 def self_read_problem(func: str, args: tuple[n.Expr, ...], value: n.Expr,

@@ -2,43 +2,41 @@
 
 A Func's `FuncSchedule` says where it is computed and stored, its scope, bounds and
 estimates, and holds one `StageSchedule` per definition (pure first, then updates).
-A `StageSchedule` is the list of loop transformations (`Split`, `Fuse`) applied in
-order, and the resulting loops (`dims`, outermost first, each with its kind). Loop names
-are the bare names users wrote (`"xo"`); lowering qualifies them as `f.s0.xo`.
+A `StageSchedule` is the list of loop transformations (`Split`, `Fuse`, `Reorder`;
+they and their meaning are in `halo.analysis.loops`) applied in order, and the resulting
+loops (`dims`, outermost first, each with its kind). Loop names are the bare names users
+wrote (`"xo"`); lowering qualifies them as `f.s0.xo`.
 Only `halo.lower.schedule_functions` turns these records into loops.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
-from halo.ir.nodes import ForKind
-
-TAILS = ("auto", "guard", "round_up", "shift_inwards")
-
-
-@dataclass(frozen=True)
-class Split:
-    """Loop `old` becomes `outer` (outside) and `inner` (0 .. factor-1)."""
-    old: str
-    outer: str
-    inner: str
-    factor: int
-    tail: str = "auto"
+from halo.analysis.loops import Fuse, Reorder, Split, transformed_names
+from halo.ir.nodes import Expr, ForKind
 
 
-@dataclass(frozen=True)
-class Fuse:
-    """Adjacent loops `outer` and `inner` become the single loop `fused`."""
-    outer: str
-    inner: str
-    fused: str
+class PlacementKind(Enum):
+    """Where a `LoopLevel` is: the Func inlined into its uses, at root, or at a loop."""
+    INLINE = "inline"
+    ROOT = "root"
+    AT = "at"
 
 
-@dataclass(frozen=True)
-class Reorder:
-    """The named loops took these positions, outermost first (kept so a schedule replays
-    exactly: a later fuse may rely on it)."""
-    names: tuple[str, ...]
+class MemoryScope(Enum):
+    """The memory a Func's buffer lives in (see `store_in`); `AUTO` lets halo choose."""
+    AUTO = "auto"
+    GLOBAL = "global"
+    STACK = "stack"
+    SHARED = "shared"
+    LOCAL = "local"
+
+
+class CacheKind(Enum):
+    """Which verb made a cache Func: `cache_read` or `cache_write`."""
+    READ = "read"
+    WRITE = "write"
 
 
 @dataclass
@@ -75,13 +73,7 @@ class StageSchedule:
 
     def names_used(self) -> set[str]:
         """Every loop name this stage has ever had (they can't be reused)."""
-        used = set(self.dim_names())
-        for t in self.transforms:
-            if isinstance(t, Split):
-                used |= {t.old, t.outer, t.inner}
-            elif isinstance(t, Fuse):
-                used |= {t.outer, t.inner, t.fused}
-        return used
+        return set(self.dim_names()) | transformed_names(self.transforms)
 
 
 @dataclass
@@ -103,11 +95,11 @@ class Tensorize:
 @dataclass(frozen=True)
 class CacheOrigin:
     """How a Func made by `cache_read`/`cache_write` came to be, so a schedule replays:
-    `kind` "read" or "write", the Func or input it caches, the scope, the readers named
+    which of them made it, the Func or input it caches, the scope, the readers named
     (None: every reader), and `seq`, the order of creation."""
-    kind: str
+    kind: CacheKind
     source: str
-    scope: str
+    scope: MemoryScope
     readers: tuple[str, ...] | None
     seq: int
 
@@ -123,24 +115,29 @@ class RFactor:
     prior: StageSchedule
 
 
+def stage_label(func: str, stage: int) -> str:
+    """Stage `stage` of Func `func` as a user writes it: `f` (the pure definition, stage
+    0), `f.update(0)` (the first update, stage 1), ..."""
+    return func if stage == 0 else f"{func}.update({stage - 1})"
+
+
 @dataclass(frozen=True)
 class LoopLevel:
     """Where a Func is computed or stored: `inline`, `root`, or loop `var` of stage
     `stage` of Func `func`."""
-    kind: str                 # "inline" | "root" | "at"
+    kind: PlacementKind
     func: str | None = None
     stage: int = 0
     var: str | None = None
 
     def __str__(self) -> str:
-        if self.kind != "at":
-            return self.kind
-        stage = "" if self.stage == 0 else f".update({self.stage - 1})"
-        return f"{self.func}{stage} loop {self.var}"
+        if self.kind is not PlacementKind.AT:
+            return self.kind.value
+        return f"{stage_label(self.func, self.stage)} loop {self.var}"
 
 
-INLINE = LoopLevel("inline")
-ROOT = LoopLevel("root")
+INLINE = LoopLevel(PlacementKind.INLINE)
+ROOT = LoopLevel(PlacementKind.ROOT)
 
 
 @dataclass
@@ -148,7 +145,8 @@ class FuncSchedule:
     stages: list[StageSchedule] = field(default_factory=list)
     compute_level: LoopLevel | None = None  # None: the default (see lower.realization)
     store_level: LoopLevel | None = None    # None: same as the compute level
-    bounds: dict[str, tuple[object, object]] = field(default_factory=dict)
+    # dimension -> the (min, extent) that bound() fixes, as IR (ints as int32 constants)
+    bounds: dict[str, tuple[Expr, Expr]] = field(default_factory=dict)
     estimates: list[tuple[int, int]] | None = None
-    memory_scope: str = "auto"
+    memory_scope: MemoryScope = MemoryScope.AUTO
     cache: CacheOrigin | None = None       # set on Funcs made by cache_read/cache_write

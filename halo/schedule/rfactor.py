@@ -9,11 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from halo.analysis.loops import (
+    Fuse,
+    LoopRange,
+    Split,
+    divides,
+    fused_values,
+    ranges_after,
+    split_value,
+)
 from halo.ir import nodes as n
 from halo.ir.substitute import substitute
 from halo.ir.visitor import walk
 from halo.program import Definition
-from halo.schedule.records import Fuse, Split, StageSchedule
+from halo.schedule.records import StageSchedule
 
 # the update's form -> (how intm accumulates e, how the merge adds a slice, identity)
 OPERATORS = {
@@ -75,11 +84,11 @@ def default_name(func: str, stage: int) -> str:
 
 
 def reduction_loops(d: Definition, sched: StageSchedule, error: Callable[[str], Exception]
-                     ) -> tuple[dict[str, tuple[n.Expr, n.Expr]], dict[str, n.Expr], list[n.Expr]]:
+                    ) -> tuple[dict[str, LoopRange], dict[str, n.Expr], list[n.Expr]]:
     """The reduction loops the stage's splits and fuses made, as reduction variables:
     their (min, extent) by name, the value of each reduction variable in terms of the
     final loops, and the guards of non-dividing splits (over the final loops)."""
-    bounds = {r.name: (r.min.node, r.extent.node) for r in d.rdom.rvars}
+    bounds = {r.name: LoopRange(r.min.node, r.extent.node) for r in d.rdom.rvars}
     value_of: dict[str, n.Expr] = {r.name: n.Var(r.name) for r in d.rdom.rvars}
     guards: list[n.Expr] = []
 
@@ -93,31 +102,29 @@ def reduction_loops(d: Definition, sched: StageSchedule, error: Callable[[str], 
             if t.old not in bounds:
                 raise error(f"split({t.old}, ...) splits a pure loop; call rfactor before "
                             "scheduling the pure loops of this stage")
-            lo, extent = bounds.pop(t.old)
-            factor = n.const(t.factor)
-            bounds[t.outer] = (n.const(0), n.Div(n.Add(extent, n.const(t.factor - 1)), factor))
-            bounds[t.inner] = (n.const(0), factor)
-            point = n.Add(n.Add(lo, n.Mul(n.Var(t.outer), factor)), n.Var(t.inner))
-            if isinstance(extent, n.Const) and extent.value % t.factor == 0:
+            old = bounds[t.old]
+            point = split_value(old, n.Var(t.outer), n.Var(t.inner), t.factor,
+                                t.tail_in(pure_stage=False))
+            if divides(old, t.factor):
                 replace_loops({t.old: point})
             else:
                 # Past the end only where the guard is false; the min shows bounds
                 # inference the range, so the guard needn't be understood.
-                replace_loops({t.old: n.Min(point, n.Sub(n.Add(lo, extent), n.const(1)))})
-                guards.append(n.LT(point, n.Add(lo, extent)))
+                replace_loops({t.old: n.Min(point, old.max)})
+                guards.append(n.LT(point, old.end))
         elif isinstance(t, Fuse):
             if t.outer not in bounds or t.inner not in bounds:
                 raise error(f"fuse({t.outer}, {t.inner}, {t.fused}) fuses a pure loop; call "
                             "rfactor before scheduling the pure loops of this stage")
-            (lo_o, ext_o), (lo_i, ext_i) = bounds.pop(t.outer), bounds.pop(t.inner)
-            fused = n.Var(t.fused)
-            bounds[t.fused] = (n.const(0), n.Mul(ext_o, ext_i))
+            outer, inner = bounds[t.outer], bounds[t.inner]
+            outer_value, inner_value = fused_values(n.Var(t.fused), outer, inner)
             # In range by construction; the clamps show bounds inference the ranges,
             # which a division by a symbolic extent hides.
-            replace_loops({t.inner: _clamp(n.Add(lo_i, n.Mod(fused, ext_i)), lo_i, ext_i),
-                           t.outer: _clamp(n.Add(lo_o, n.Div(fused, ext_i)), lo_o, ext_o)})
+            replace_loops({t.inner: _clamp(inner_value, inner),
+                           t.outer: _clamp(outer_value, outer)})
+        bounds = ranges_after(t, bounds)
     return bounds, value_of, guards
 
 
-def _clamp(value: n.Expr, lo: n.Expr, extent: n.Expr) -> n.Expr:
-    return n.Max(n.Min(value, n.Sub(n.Add(lo, extent), n.const(1))), lo)
+def _clamp(value: n.Expr, loop: LoopRange) -> n.Expr:
+    return n.Max(n.Min(value, loop.max), loop.min)

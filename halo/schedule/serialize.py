@@ -20,17 +20,23 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
+from halo.analysis.loops import TailStrategy
 from halo.errors import ScheduleError
+from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
+from halo.ir.types import int32
 from halo.schedule.calls import Call, IntrinsicRef, StageRef, calls_source
 from halo.schedule.conditions import condition_to_json
 from halo.schedule.gpu import TensorIntrinsic
 from halo.schedule.records import (
+    CacheKind,
     CacheOrigin,
     Dim,
     FuncSchedule,
     Fuse,
     LoopLevel,
+    MemoryScope,
+    PlacementKind,
     Reorder,
     RFactor,
     Specialization,
@@ -84,7 +90,8 @@ def _func_calls(name: str, sched: FuncSchedule, schedules: dict[str, FuncSchedul
 def _cache_call(name: str, origin: CacheOrigin) -> Call:
     kwargs = () if origin.readers is None else \
         (("readers", tuple(StageRef(r, 0) for r in origin.readers)),)
-    return Call(StageRef(origin.source), f"cache_{origin.kind}", (origin.scope,), kwargs,
+    return Call(StageRef(origin.source), f"cache_{origin.kind.value}", (origin.scope.value,),
+                kwargs,
                 result=name)
 
 
@@ -105,7 +112,7 @@ def _stage_calls(name: str, k: int, stage: StageSchedule,
         calls.append(Call(at, "allow_race_conditions"))
     for t in stage.transforms:
         if isinstance(t, Split):
-            kwargs = () if t.tail == "auto" else (("tail", t.tail),)
+            kwargs = () if t.tail is TailStrategy.AUTO else (("tail", t.tail.value),)
             calls.append(Call(at, "split", (t.old, t.outer, t.inner, t.factor), kwargs))
         elif isinstance(t, Fuse):
             calls.append(Call(at, "fuse", (t.outer, t.inner, t.fused)))
@@ -128,21 +135,28 @@ def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
     calls = []
     made = sched.cache  # a cache Func starts computed at root, in its scope
     for verb, level in (("compute", sched.compute_level), ("store", sched.store_level)):
-        if level is None or (made and verb == "compute" and level.kind == "root"):
+        if level is None or (made and verb == "compute" and level.kind is PlacementKind.ROOT):
             continue
-        if level.kind == "at":
+        if level.kind is PlacementKind.AT:
             calls.append(Call(StageRef(name), f"{verb}_at", (StageRef(level.func, level.stage),
                                                               level.var)))
         else:
-            calls.append(Call(StageRef(name), f"{verb}_{level.kind}"))
-    if sched.memory_scope != "auto" and not (made and sched.memory_scope == made.scope):
-        calls.append(Call(StageRef(name), "store_in", (sched.memory_scope,)))
+            calls.append(Call(StageRef(name), f"{verb}_{level.kind.value}"))
+    if sched.memory_scope is not MemoryScope.AUTO and \
+            not (made and sched.memory_scope is made.scope):
+        calls.append(Call(StageRef(name), "store_in", (sched.memory_scope.value,)))
     for var, (lo, extent) in sched.bounds.items():
-        calls.append(Call(StageRef(name), "bound", (var, lo, extent)))
+        calls.append(Call(StageRef(name), "bound", (var, _bound_arg(lo), _bound_arg(extent))))
     if sched.estimates is not None:
         calls.append(Call(StageRef(name), "set_estimates",
                           ([list(e) for e in sched.estimates],)))
     return calls
+
+
+def _bound_arg(e: n.Expr) -> object:
+    """A bound's min or extent as the user may have written it: an int for an int32
+    constant."""
+    return e.value if isinstance(e, n.Const) and e.type == int32 else e
 
 
 # ------------------------------------------------------------------------------ source
@@ -231,7 +245,8 @@ def _resolve(a: object, funcs: dict, intrinsics: Mapping[str, TensorIntrinsic]) 
 
 
 def _sched_dict(s: FuncSchedule) -> dict:
-    for v, (lo, extent) in s.bounds.items():
+    bounds = {v: (_bound_arg(lo), _bound_arg(extent)) for v, (lo, extent) in s.bounds.items()}
+    for v, (lo, extent) in bounds.items():
         if not (isinstance(lo, int) and isinstance(extent, int)):
             raise ScheduleError(f"bound({v}, ...) with an expression can't be saved as JSON; "
                                 "use schedule_source() instead")
@@ -240,11 +255,11 @@ def _sched_dict(s: FuncSchedule) -> dict:
         "stages": [_stage_dict(st) for st in s.stages],
         "compute_level": _level_dict(s.compute_level),
         "store_level": _level_dict(s.store_level),
-        "bounds": {v: list(b) for v, b in s.bounds.items()},
+        "bounds": {v: list(b) for v, b in bounds.items()},
         "estimates": s.estimates,
-        "memory_scope": s.memory_scope,
+        "memory_scope": s.memory_scope.value,
         "cache": None if c is None else {
-            "kind": c.kind, "source": c.source, "scope": c.scope,
+            "kind": c.kind.value, "source": c.source, "scope": c.scope.value,
             "readers": None if c.readers is None else list(c.readers), "seq": c.seq},
     }
 
@@ -271,12 +286,13 @@ def _stage_dict(st: StageSchedule) -> dict:
 def _level_dict(level: LoopLevel | None) -> dict | None:
     if level is None:
         return None
-    return {"kind": level.kind, "func": level.func, "stage": level.stage, "var": level.var}
+    return {"kind": level.kind.value, "func": level.func, "stage": level.stage,
+            "var": level.var}
 
 
 def _transform_dict(t: Split | Fuse | Reorder) -> dict:
     if isinstance(t, Split):
-        return {"split": [t.old, t.outer, t.inner, t.factor, t.tail]}
+        return {"split": [t.old, t.outer, t.inner, t.factor, t.tail.value]}
     if isinstance(t, Fuse):
         return {"fuse": [t.outer, t.inner, t.fused]}
     return {"reorder": list(t.names)}
@@ -284,24 +300,27 @@ def _transform_dict(t: Split | Fuse | Reorder) -> dict:
 
 def _sched_from_dict(d: dict, condition: Callable[[list], object]) -> FuncSchedule:
     def level(lv):
-        return None if lv is None else LoopLevel(lv["kind"], lv["func"], lv["stage"], lv["var"])
+        return None if lv is None else LoopLevel(PlacementKind(lv["kind"]), lv["func"],
+                                                 lv["stage"], lv["var"])
 
     c = d.get("cache")
     return FuncSchedule(
         stages=[_stage_from_dict(st, condition) for st in d["stages"]],
         compute_level=level(d["compute_level"]), store_level=level(d["store_level"]),
-        bounds={v: tuple(b) for v, b in d["bounds"].items()},
+        bounds={v: (n.const(lo), n.const(extent)) for v, (lo, extent) in d["bounds"].items()},
         estimates=[tuple(e) for e in d["estimates"]] if d["estimates"] else None,
-        memory_scope=d["memory_scope"],
+        memory_scope=MemoryScope(d["memory_scope"]),
         cache=None if c is None else CacheOrigin(
-            c["kind"], c["source"], c["scope"],
+            CacheKind(c["kind"]), c["source"], MemoryScope(c["scope"]),
             None if c["readers"] is None else tuple(c["readers"]), c["seq"]))
 
 
 def _stage_from_dict(st: dict, condition: Callable[[list], object]) -> StageSchedule:
     def transform(t: dict):
         if "split" in t:
-            return Split(*t["split"])
+            old, outer, inner, factor, *tail = t["split"]
+            return Split(old, outer, inner, factor,
+                         TailStrategy(tail[0]) if tail else TailStrategy.AUTO)
         if "fuse" in t:
             return Fuse(*t["fuse"])
         return Reorder(tuple(t["reorder"]))

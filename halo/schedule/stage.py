@@ -9,12 +9,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TypeVar
 
+from halo.analysis.loops import Fuse, Reorder, Split, TailStrategy
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
 from halo.schedule.gpu import GpuLoops
-from halo.schedule.records import TAILS, Dim, Fuse, Reorder, Split, StageSchedule
+from halo.schedule.records import Dim, StageSchedule
 
 S = TypeVar("S", bound="Schedulable")  # a verb returns the stage it was called on
+
+_TAILS = tuple(t.value for t in TailStrategy)
 
 
 def loop_name(v: object) -> str:
@@ -110,9 +113,11 @@ class Schedulable(GpuLoops, ABC):
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
             raise self._error("split", args, f"the factor must be a positive int, "
                                              f"not {factor!r}")
-        if tail not in TAILS:
-            raise self._error("split", args, f"tail={tail!r} is not one of {TAILS}")
-        if tail in ("shift_inwards", "round_up") and (self._is_update or not dim.pure):
+        if tail not in _TAILS:
+            raise self._error("split", args, f"tail={tail!r} is not one of {_TAILS}")
+        strategy = TailStrategy(tail)
+        if strategy in (TailStrategy.SHIFT_INWARDS, TailStrategy.ROUND_UP) and \
+                (self._is_update or not dim.pure):
             raise self._error("split", args, f"tail='{tail}' computes some points twice "
                                              "or past the end, which changes the result of "
                                              "an update stage; use tail='guard'")
@@ -123,7 +128,7 @@ class Schedulable(GpuLoops, ABC):
         stage = self._stage()
         k = stage.dims.index(dim)
         stage.dims[k:k + 1] = [Dim(o, dim.kind, dim.pure), Dim(i, ForKind.SERIAL, dim.pure)]
-        stage.transforms.append(Split(dim.name, o, i, factor, tail))
+        stage.transforms.append(Split(dim.name, o, i, factor, strategy))
         return self
 
     def fuse(self: S, outer: object, inner: object, fused: object) -> S:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
+from halo.analysis.loops import loop_sources
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.ir.printer import expr_to_str
@@ -14,7 +15,6 @@ from halo.program import Definition
 from halo.schedule.races import (
     WAYS_OUT,
     distinct_points_problem,
-    loop_sources,
     order_change,
     self_read_problem,
 )
@@ -48,7 +48,7 @@ class UpdateStage(Schedulable):
             return None
         rvar_names = [r.name for r in d.rdom.rvars]
         rvars = set(rvar_names)
-        sources = loop_sources([*d.pure_var_names(), *rvar_names], sched)
+        sources = loop_sources([*d.pure_var_names(), *rvar_names], sched.transforms)
         predicate = d.rdom.predicate.node if d.rdom.predicate is not None else None
 
         def problem(vars_: frozenset[str], moving: set[str]) -> str | None:

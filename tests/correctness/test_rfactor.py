@@ -204,3 +204,20 @@ def test_split_k_matmul():
         np.testing.assert_allclose(got, halo.reference(twin, (m, nn), inputs={tA: a, tB: b}),
                                    rtol=1e-5)
         np.testing.assert_allclose(got, a @ b, rtol=1e-5)
+
+
+def test_fused_empty_reduction_stays_empty():
+    """Two reduction loops of negative extent (an empty domain) fuse into a loop of no
+    iterations in rfactor's intermediate too, though the product of the extents is
+    positive."""
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    n = halo.Param(halo.int32, "n")
+    r = halo.RDom((0, n), (0, n), name="r")
+    f = halo.Func("f")
+    f[()] = 0
+    f[()] = f[()] + (inp[halo.clamp(r.x + r.y, 0, 9)] + 1)
+    f.update(0).fuse(r.x, r.y, t).split(t, ro, ri, 5)
+    f.update(0).rfactor(ro, u).compute_root()
+    data = np.arange(10, dtype=np.int32)
+    assert int(f.realize((), inputs={inp: data, n: -3})) == 0
+    assert int(f.realize((), inputs={inp: data, n: 3})) == 27

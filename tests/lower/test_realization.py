@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import halo
-from halo.schedule.records import INLINE, ROOT, LoopLevel
+from halo.schedule.records import INLINE, ROOT, LoopLevel, PlacementKind
 
 from .conftest import context_of
 
@@ -75,7 +75,7 @@ def test_explicit_placements_are_kept():
     a, out = pair()
     a.compute_at(out, x)
     ctx = context_of(out)
-    level = LoopLevel("at", "out", 0, "x")
+    level = LoopLevel(PlacementKind.AT, "out", 0, "x")
     assert (ctx.compute_levels["a"], ctx.store_levels["a"]) == (level, level)
 
 
@@ -84,7 +84,7 @@ def test_store_root_with_compute_at_keeps_both_levels():
     a, out = pair()
     a.store_root().compute_at(out, x)
     ctx = context_of(out)
-    assert ctx.compute_levels["a"] == LoopLevel("at", "out", 0, "x")
+    assert ctx.compute_levels["a"] == LoopLevel(PlacementKind.AT, "out", 0, "x")
     assert ctx.store_levels["a"] == ROOT
 
 

@@ -1,25 +1,18 @@
-"""The facts behind the race check: which original variables a loop is made of, which
-loop pairs a reorder swaps, and when a left side tells a variable's values apart."""
+"""The facts behind the race check: which loop pairs a reorder swaps, and when a left
+side tells a variable's values apart (which original variables a loop is made of:
+tests/analysis/test_loops.py)."""
 from __future__ import annotations
 
 from halo.ir import nodes as n
 from halo.schedule.races import (
     distinct_points_problem,
-    loop_sources,
     order_change,
     self_read_problem,
 )
-from halo.schedule.records import Dim, Fuse, Split, StageSchedule
+from halo.schedule.records import Dim
 
 rx, ry, y = n.Var("r.x"), n.Var("r.y"), n.Var("y")
 RVARS = {"r.x", "r.y"}
-
-
-def test_loop_sources_follow_splits_and_fuses():
-    """Split halves come from the split variable; a fused loop from both of its loops."""
-    sched = StageSchedule([], [Split("r.x", "ro", "ri", 4), Fuse("ri", "r.y", "t")])
-    assert loop_sources(["y", "r.x", "r.y"], sched) == {
-        "y": {"y"}, "ro": {"r.x"}, "t": {"r.x", "r.y"}}
 
 
 def test_order_change_lists_swapped_reduction_loops_only():
