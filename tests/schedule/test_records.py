@@ -9,13 +9,13 @@ import pytest
 import halo
 from halo.analysis.loops import TailStrategy
 from halo.ir import nodes as n
+from halo.lang.schedule_files import schedule_to_json
 from halo.schedule.records import (
     CacheKind,
     MemoryScope,
     PlacementKind,
     stage_label,
 )
-from halo.schedule.serialize import schedule_to_json
 
 y, x, xo, xi = halo.vars("y x xo xi")
 
