@@ -2,13 +2,23 @@
 backend seam and runs it (`realize`).
 
 `Pipeline([f, g]).realize(shape, inputs=...)` lowers the pipeline, compiles it for the
-target (cached by the lowered IR and target), checks the inputs and the regions the code
-will touch, and runs it on NumPy arrays without copying them. `Func.realize`, `compile`,
-`lower` and `print_loop_nest` are these, for a pipeline of one output.
+target, checks the inputs and the regions the code will touch, and runs it on NumPy arrays
+without copying them. `Func.realize`, `compile`, `lower` and `print_loop_nest` are these,
+for a pipeline of one output.
+
+A compiled pipeline is kept until its algorithm or schedule changes: `compile` (and so
+`realize`) looks it up by the program's key, which holds every definition, every schedule
+record (in their JSON form, which replays to the same lowered IR), the inputs' and Params'
+types and the target, so an unchanged pipeline is lowered and compiled once, and any
+definition, `where()` or schedule call makes the next call compile again.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from threading import Lock
 
 import numpy as np
 
@@ -20,6 +30,7 @@ from halo.lang.environment import Environment
 from halo.lang.func import Func
 from halo.lower.pipeline import Lowered, lower
 from halo.runtime.kernel import Kernel
+from halo.schedule.serialize import schedules_to_json
 from halo.target import Target
 
 
@@ -40,16 +51,80 @@ class Pipeline:
         print(loop_nest_to_str(self.lower(target).stmt), end="")
 
     def compile(self, target: str | Target = "host") -> Kernel:
+        """The pipeline compiled for `target`; the same Kernel again while the algorithm
+        and schedule are unchanged."""
         target = Target.of(target)
-        lowered = self.lower(target)
-        with deep_recursion():
-            return Kernel(lowered, target)
+        env = Environment.of(self.outputs)
+
+        def build() -> Kernel:
+            with deep_recursion():
+                return Kernel(lower(env, target), target)
+
+        key = _program_key(env, target)
+        if key is None:
+            return build()
+        return _kernels.get(key, build).for_environment(env)
 
     def realize(self, shape=None, inputs=None, target: str | Target = "host", out=None,
                 origin=None) -> np.ndarray | list[np.ndarray]:
         """The outputs over the region of `shape` (or of `out`), starting at `origin`."""
         result = self.compile(target).run(shape, out, origin, inputs, {})
         return result[0] if len(self.outputs) == 1 else result
+
+
+def _program_key(env: Environment, target: Target) -> tuple | None:
+    """What the lowered code of `env` depends on, or None where it can't be written down
+    (a schedule with no JSON form) or lowering is being watched (HALO_DEBUG, HALO_DUMP_IR):
+    then every compile lowers again."""
+    if os.environ.get("HALO_DEBUG") or os.environ.get("HALO_DUMP_IR"):
+        return None
+    try:
+        schedules = schedules_to_json({name: f.schedule for name, f in env.funcs.items()})
+    except (HaloError, TypeError, ValueError):
+        return None
+    funcs = tuple((name, tuple(_definition_key(d) for d in f.definitions))
+                  for name, f in env.funcs.items())
+    inputs = tuple((name, type(i).__name__, i.dtype, i.ndim) for name, i in env.inputs.items())
+    params = tuple((name, p.type) for name, p in env.params.items())
+    outputs = tuple(f.name for f in env.outputs)
+    # The thread count the code embeds, not how it was chosen (HALO_NUM_THREADS may change).
+    target = replace(target, threads=target.num_threads)
+    return funcs, schedules, inputs, params, outputs, target
+
+
+def _definition_key(d) -> tuple:
+    rdom = d.rdom
+    if rdom is None:
+        return repr(d.args), repr(d.value)
+    bounds = tuple((repr(lo.node), repr(extent.node)) for lo, extent in rdom.bounds)
+    predicate = None if rdom.predicate is None else repr(rdom.predicate.node)
+    return (repr(d.args), repr(d.value), rdom.name, tuple(r.name for r in rdom.rvars), bounds,
+            predicate)
+
+
+class _KernelCache:
+    """Kernels by program key, least recently used evicted first. Safe to use from
+    several threads."""
+
+    def __init__(self, capacity: int = 64):
+        self.capacity = capacity
+        self._entries: OrderedDict[tuple, Kernel] = OrderedDict()
+        self._lock = Lock()
+
+    def get(self, key: tuple, build: Callable[[], Kernel]) -> Kernel:
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                return self._entries[key]
+        kernel = build()  # outside the lock: other pipelines compile meanwhile
+        with self._lock:
+            kernel = self._entries.setdefault(key, kernel)
+            while len(self._entries) > self.capacity:
+                self._entries.popitem(last=False)
+        return kernel
+
+
+_kernels = _KernelCache()
 
 
 # Func.realize/compile/lower run through this (the language can't import the driver).

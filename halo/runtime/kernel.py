@@ -7,11 +7,14 @@ dimension is contiguous.
 """
 from __future__ import annotations
 
+import copy
+from dataclasses import replace
+
 import numpy as np
 
 from halo import backends
 from halo.errors import InputError
-from halo.lang.environment import bind
+from halo.lang.environment import Environment, bind
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
 from halo.lower.pipeline import Lowered
@@ -33,6 +36,16 @@ class Kernel:
         self.scalar_names = [a.name for a in self.function.args if a.kind == "scalar"]
         # {func name: stores} of the last call, with Target(count_stores=True).
         self.store_counts: dict[str, int] = {}
+
+    def for_environment(self, env: Environment) -> Kernel:
+        """This kernel, binding its inputs through `env`: another build of the same
+        program, whose Buffers hold other arrays and whose Params other defaults."""
+        if env is self.lowered.env:
+            return self
+        kernel = copy.copy(self)
+        kernel.lowered = replace(self.lowered, env=env)
+        kernel.store_counts = {}
+        return kernel
 
     def source(self) -> str:
         """The code the backend generated (LLVM IR for the host)."""
