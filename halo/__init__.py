@@ -3,6 +3,7 @@
 Write what to compute with Funcs over Vars, optionally say how with a schedule, and run
 it as native code. See README.md and docs/.
 """
+from halo import boundary
 from halo.driver import Pipeline
 from halo.errors import (
                          BoundsError,
@@ -40,7 +41,6 @@ from halo.lang import (
                          Stage,
                          Var,
                          abs,
-                         boundary,
                          cast,
                          ceil,
                          clamp,

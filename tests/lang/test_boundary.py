@@ -88,3 +88,11 @@ def test_boundary_condition_args_can_be_scheduled():
     padded = np.pad(data, 1, mode="edge")
     np.testing.assert_array_equal(out.realize((5,), inputs={inp: data}),
                                   padded[:-2] + padded[2:])
+
+
+def test_boundary_conditions_import_as_a_module():
+    """`from halo.boundary import repeat_edge` works as `halo.boundary.repeat_edge` does."""
+    from halo.boundary import constant_exterior, repeat_edge
+
+    assert repeat_edge is halo.boundary.repeat_edge
+    assert constant_exterior is halo.boundary.constant_exterior
