@@ -165,3 +165,16 @@ def test_a_stride_too_big_names_the_input_and_dimension():
                        r"dimension 0 .*32-bit.*got 8589934592") as info:
         k.realize((2, 2), inputs={i2: huge})
     assert "i2.stride" not in str(info.value)
+
+
+def test_an_extent_too_big_names_the_input_and_dimension():
+    """It named the internal scalar 'inp.extent.0'."""
+    inp = halo.ImageParam(halo.uint8, 1, "inp")
+    f = halo.Func("f")
+    f[x] = inp[inp.shape[0] - 1 - x]
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(2**31 + 5,),
+                                           strides=(0,))
+    with pytest.raises(halo.InputError, match=r"the extent of input inp in dimension 0 "
+                       r".*32-bit.*got 2147483653") as info:
+        f.realize((4,), inputs={inp: huge})
+    assert "inp.extent" not in str(info.value)
