@@ -13,6 +13,7 @@ from halo import backends
 from halo.errors import InputError
 from halo.ir.values import checked_origin, checked_scalar, checked_shape
 from halo.lang.environment import bind
+from halo.lang.func import Func
 from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
@@ -33,8 +34,10 @@ class Kernel:
         self.function = backends.compile(lowered, target)
         self.buffer_names = [a.name for a in self.function.args if a.kind == "buffer"]
         self.scalar_names = [a.name for a in self.function.args if a.kind == "scalar"]
-        self._scalar_types = {a.name: a.type for a in self.function.args
-                              if a.kind == "scalar" and a.name not in lowered.env.params}
+        # The scalars derived from arrays (extents, strides, mins): type and description.
+        self._array_scalars = {a.name: (a.type, self._describe_scalar(a.name))
+                               for a in self.function.args
+                               if a.kind == "scalar" and a.name not in lowered.env.params}
         # {func name: stores} of the last call, with Target(count_stores=True).
         self.store_counts: dict[str, int] = {}
 
@@ -52,15 +55,15 @@ class Kernel:
         arrays, scalars = bind(env, inputs, **named)
         arrays = {name: _addressable(a) for name, a in arrays.items()}
         outs = self._outputs(shape, out)
-        origin = checked_origin(origin, outs[0].ndim, self._call())
+        origin = checked_origin(origin, outs[0].ndim, f"{self.output_names[0]}.realize(...)")
         values: dict[str, object] = dict(scalars)
         for name, arr in [*arrays.items(), *zip(self.output_names, outs, strict=True)]:
             for i in range(arr.ndim):
                 values[f"{name}.extent.{i}"] = arr.shape[i]
                 values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
                 values[f"{name}.min.{i}"] = origin[i] if name in self.output_names else 0
-        for name, t in self._scalar_types.items():
-            values[name] = checked_scalar(t, values[name], _describe_scalar(name, self))
+        for name, (t, description) in self._array_scalars.items():
+            values[name] = checked_scalar(t, values[name], description)
         self._check_regions(values)
         counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
         buffers = [arrays[b] if b in arrays else counts if b == COUNTS_BUFFER
@@ -83,12 +86,16 @@ class Kernel:
             return outs
         if shape is None:
             raise InputError("give the output shape, e.g. f.realize((480, 640)), or out=array")
-        shape = checked_shape(shape, funcs[0].dimensions, self._call())
-        return [np.empty(shape, dtype=f.type.numpy) for f in funcs]
+        return [np.empty(checked_shape(shape, f.dimensions, f"{f.name}.realize(...)"),
+                         dtype=f.type.numpy) for f in funcs]
 
-    def _call(self) -> str:
-        """How the user called this kernel, for messages."""
-        return f"{', '.join(self.output_names)}.realize(...)"
+    def _describe_scalar(self, name: str) -> str:
+        """A scalar argument derived from an array, as the user knows it: `inp.extent.0`
+        is the extent of input inp in dimension 0."""
+        array, field, dim = name.rsplit(".", 2)
+        kind = "output" if array in self.output_names else "input"
+        role = {"extent": "extent", "stride": "stride (in elements)", "min": "origin"}[field]
+        return f"the {role} of {kind} {array} in dimension {dim} (outermost is 0)"
 
     def _check_regions(self, values: dict[str, object]) -> None:
         failed = self._checks(values)
@@ -96,7 +103,7 @@ class Kernel:
             raise describe(*failed)
 
 
-def _check_out(f, arr: object) -> None:
+def _check_out(f: Func, arr: object) -> None:
     """Refuse an `out=` array compiled code can't write `f` into."""
     if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
             arr.ndim != f.dimensions:
@@ -121,16 +128,6 @@ def _addressable(a: np.ndarray) -> np.ndarray:
     if a.flags.aligned and (a.ndim == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize):
         return a
     return np.array(a, order="C")
-
-
-def _describe_scalar(name: str, kernel: Kernel) -> str:
-    """A scalar argument the kernel derives from an array, as the user knows it:
-    `inp.extent.0` is the extent of input inp in dimension 0."""
-    array, field, dim = name.rsplit(".", 2)
-    kind = "output" if array in kernel.output_names else "input"
-    role = {"extent": "extent", "stride": "stride (in elements)", "min": "origin"}[field]
-    return (f"the {role} of {kind} {array} in dimension {dim} (outermost is 0), which "
-            "halo indexes with 32-bit integers,")
 
 
 def _describe(a: object) -> str:

@@ -162,7 +162,8 @@ def test_a_stride_too_big_names_the_input_and_dimension():
     huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(2, 2),
                                            strides=(2**33, 1))
     with pytest.raises(halo.InputError, match=r"the stride \(in elements\) of input i2 in "
-                       r"dimension 0 .*32-bit.*got 8589934592") as info:
+                       r"dimension 0 .*must be an integer in .* \(int32\), "
+                       r"got 8589934592") as info:
         k.realize((2, 2), inputs={i2: huge})
     assert "i2.stride" not in str(info.value)
 
@@ -175,6 +176,15 @@ def test_an_extent_too_big_names_the_input_and_dimension():
     huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(2**31 + 5,),
                                            strides=(0,))
     with pytest.raises(halo.InputError, match=r"the extent of input inp in dimension 0 "
-                       r".*32-bit.*got 2147483653") as info:
+                       r".*must be an integer in .* \(int32\), got 2147483653") as info:
         f.realize((4,), inputs={inp: huge})
     assert "inp.extent" not in str(info.value)
+
+
+def test_the_shape_is_checked_against_each_output():
+    f, g = halo.Func("f"), halo.Func("g")
+    f[x] = x
+    g[y, x] = x + y
+    with pytest.raises(halo.InputError, match=r"g.realize\(...\): the shape \(3,\) has 1 "
+                       "entries, but it must be 2 integer"):
+        halo.Pipeline([f, g]).realize((3,))
