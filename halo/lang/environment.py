@@ -2,7 +2,8 @@
 
 `Environment.of(outputs)` collects the Funcs (in realization order: producers before
 consumers), the inputs and the Params. `bind(env, inputs)` checks the
-values a user passes — missing inputs, wrong dtype or rank — and returns them by name.
+values a user passes — missing inputs, wrong dtype or rank, masked arrays, scalars their
+Param's type doesn't accept — and returns them by name.
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from halo.errors import DefinitionError, InputError
+from halo.ir.values import checked_scalar
 from halo.lang.func import Func
-from halo.lang.inputs import Buffer, ImageParam, Param, _Input
+from halo.lang.inputs import Buffer, ImageParam, Param, _Input, masked_array_refusal
 from halo.lang.rdom import RDom
 
 
@@ -122,13 +124,15 @@ def bind(env: Environment, inputs: dict | None, **named) -> tuple[dict[str, np.n
         else:
             raise InputError(f"Param {name} ({p.type}) is not bound and has no default; "
                              f"pass inputs={{{name}: value}}")
-        scalars[name] = _check_scalar(p, value)
+        scalars[name] = checked_scalar(p.type, value, f"Param {name} ({p.type})")
     return arrays, scalars
 
 
 def _check_array(inp: ImageParam | Buffer, value: object) -> np.ndarray:
     if not isinstance(value, np.ndarray):
         raise InputError(f"input {inp.name} must be a NumPy array, got {type(value).__name__}")
+    if isinstance(value, np.ma.MaskedArray):
+        raise InputError(masked_array_refusal(f"input {inp.name}"))
     if value.dtype != inp.dtype.numpy:
         raise InputError(f"input {inp.name} has dtype {value.dtype} but the pipeline expects "
                          f"{inp.dtype}; convert with .astype(np.{inp.dtype.numpy})")
@@ -136,20 +140,3 @@ def _check_array(inp: ImageParam | Buffer, value: object) -> np.ndarray:
         raise InputError(f"input {inp.name} has {value.ndim} dimension(s), shape "
                          f"{value.shape}, but the pipeline expects {inp.ndim}")
     return value
-
-
-def _check_scalar(p: Param, value: object) -> object:
-    t = p.type
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    if t.is_float:
-        if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
-            raise InputError(f"Param {p.name} ({t}) needs a number, got {value!r}")
-        return float(value)
-    if t.is_bool:
-        return bool(value)
-    if isinstance(value, (float, np.floating)) or not isinstance(value, (int, np.integer)):
-        raise InputError(f"Param {p.name} ({t}) needs an integer, got {value!r}")
-    if not t.min_value() <= int(value) <= t.max_value():
-        raise InputError(f"Param {p.name} ({t}): {value} is out of range for {t}")
-    return int(value)

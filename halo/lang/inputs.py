@@ -11,6 +11,7 @@ import numpy as np
 from halo.errors import DefinitionError
 from halo.ir import nodes as n
 from halo.ir.types import Type, as_type, int32
+from halo.ir.values import checked_scalar
 from halo.lang.caching import CacheRead
 from halo.lang.expr import Expr
 from halo.lang.func import Func
@@ -62,6 +63,8 @@ class Buffer(_Input):
     def __init__(self, array: np.ndarray, name: str | None = None):
         if not isinstance(array, np.ndarray):
             raise DefinitionError(f"Buffer needs a NumPy array, not {type(array).__name__}")
+        if isinstance(array, np.ma.MaskedArray):
+            raise DefinitionError(masked_array_refusal(f"Buffer({name!r})"))
         super().__init__(array.dtype, array.ndim, name, "buffer")
         self.array = array
 
@@ -70,7 +73,8 @@ class Buffer(_Input):
 
 
 class Param(Expr):
-    """A scalar bound when the pipeline runs (or to `default` if not given)."""
+    """A scalar bound when the pipeline runs (or to `default` if not given). The default
+    must be a value of the Param's type (`halo.ir.values.checked_scalar`)."""
 
     __slots__ = ("name", "default")
 
@@ -80,10 +84,18 @@ class Param(Expr):
         super().__init__(n.Var(name, t))
         self.deps = frozenset({self})
         self.name = name
-        self.default = default
+        self.default = None if default is None else checked_scalar(
+            t, default, f"Param {name} ({t})'s default", DefinitionError)
 
     def provided_names(self) -> set[str]:
         return {self.name}
 
     def __repr__(self) -> str:
         return f"Param({self.type}, {self.name!r})"
+
+
+def masked_array_refusal(what: str) -> str:
+    """Why a masked array can't be an input: halo reads every element, masked or not."""
+    return (f"{what} is a masked array, but halo reads every element and ignores masks; "
+            "pass a.filled(value) to choose what masked elements hold, or np.asarray(a) to "
+            "use the data under the mask as it is")

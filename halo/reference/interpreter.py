@@ -41,6 +41,7 @@ from halo.errors import InputError, InternalError
 from halo.ir import nodes as n
 from halo.ir.substitute import calls_to, var_names
 from halo.ir.types import Type, int32
+from halo.ir.values import checked_origin, checked_shape
 from halo.ir.visitor import deep_recursion
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Definition, Func
@@ -96,14 +97,10 @@ def _output_box(outputs: list[Func], shape: Sequence[int] | None,
     if shape is None and ndim > 0:
         raise InputError(f"reference({names}) needs a shape: one extent per dimension "
                          f"({ndim}), outermost first")
-    shape = tuple(shape) if shape is not None else ()
-    origin = tuple(origin) if origin is not None else (0,) * len(shape)
-    if len(shape) != ndim or len(origin) != ndim:
-        raise InputError(f"reference({names}): shape {shape} and origin {origin} must have "
-                         f"one entry per dimension ({ndim}), outermost first")
-    if any(s < 0 for s in shape):
-        raise InputError(f"reference({names}): shape {shape} has a negative extent")
-    return tuple((int(o), int(o) + int(s) - 1) for o, s in zip(origin, shape, strict=True))
+    call = f"reference({names}, ...)"
+    shape = checked_shape(shape if shape is not None else (), ndim, call)
+    origin = checked_origin(origin, ndim, call)
+    return tuple((o, o + s - 1) for o, s in zip(origin, shape, strict=True))
 
 
 def _constants(env: Environment, arrays: Mapping[str, np.ndarray],

@@ -3,7 +3,7 @@
 A Kernel binds the arrays and scalars a user passes to the pipeline's inputs, allocates
 (or checks) the outputs, runs the region checks that bounds inference wrote before any
 code runs, and calls the function the backend compiled, without copying arrays whose last
-dimension is contiguous.
+dimension is contiguous and whose elements are aligned (others are copied).
 """
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ import numpy as np
 
 from halo import backends
 from halo.errors import InputError
+from halo.ir.values import checked_origin, checked_scalar, checked_shape
 from halo.lang.environment import Environment, bind
+from halo.lang.func import Func
+from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
 from halo.lower.pipeline import Lowered
@@ -34,6 +37,10 @@ class Kernel:
         self.function = backends.compile(lowered, target)
         self.buffer_names = [a.name for a in self.function.args if a.kind == "buffer"]
         self.scalar_names = [a.name for a in self.function.args if a.kind == "scalar"]
+        # The scalars derived from arrays (extents, strides, mins): type and description.
+        self._array_scalars = {a.name: (a.type, self._describe_scalar(a.name))
+                               for a in self.function.args
+                               if a.kind == "scalar" and a.name not in lowered.env.params}
         # {func name: stores} of the last call, with Target(count_stores=True).
         self.store_counts: dict[str, int] = {}
 
@@ -59,19 +66,17 @@ class Kernel:
         """The outputs of one call: inputs by object (`inputs`) or by name (`named`)."""
         env = self.lowered.env
         arrays, scalars = bind(env, inputs, **named)
-        arrays = {name: _unit_last_stride(a) for name, a in arrays.items()}
+        arrays = {name: _addressable(a) for name, a in arrays.items()}
         outs = self._outputs(shape, out)
-        ndim = outs[0].ndim
-        origin = tuple(origin) if origin is not None else (0,) * ndim
-        if len(origin) != ndim:
-            raise InputError(f"origin has {len(origin)} entries but the output has {ndim} "
-                             "dimension(s)")
+        origin = checked_origin(origin, outs[0].ndim, f"{self.output_names[0]}.realize(...)")
         values: dict[str, object] = dict(scalars)
         for name, arr in [*arrays.items(), *zip(self.output_names, outs, strict=True)]:
             for i in range(arr.ndim):
                 values[f"{name}.extent.{i}"] = arr.shape[i]
                 values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
                 values[f"{name}.min.{i}"] = origin[i] if name in self.output_names else 0
+        for name, (t, description) in self._array_scalars.items():
+            values[name] = checked_scalar(t, values[name], description)
         self._check_regions(values)
         counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
         buffers = [arrays[b] if b in arrays else counts if b == COUNTS_BUFFER
@@ -88,29 +93,22 @@ class Kernel:
             if len(outs) != len(funcs):
                 raise InputError(f"out= has {len(outs)} array(s) for {len(funcs)} output(s)")
             for f, arr in zip(funcs, outs, strict=True):
-                if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
-                        arr.ndim != f.dimensions:
-                    raise InputError(f"out= for {f.name} must be a {f.dimensions}-D "
-                                     f"{f.type} NumPy array, got {_describe(arr)}")
-                if not arr.flags.writeable:
-                    raise InputError(f"out= for {f.name} is read-only")
-                if _unit_last_stride(arr) is not arr:
-                    raise InputError(f"out= for {f.name} must have consecutive elements "
-                                     "in its last dimension (a view like a[:, ::2] or a.T "
-                                     "isn't); pass a C-contiguous array")
+                _check_out(f, arr)
             if len({a.shape for a in outs}) > 1:
                 raise InputError("all outputs of a Pipeline must have the same shape")
             return outs
         if shape is None:
             raise InputError("give the output shape, e.g. f.realize((480, 640)), or out=array")
-        shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        for f in funcs:
-            if len(shape) != f.dimensions:
-                raise InputError(f"{f.name} has {f.dimensions} dimension(s) but the shape "
-                                 f"{shape} has {len(shape)}")
-        if any(not isinstance(s, (int, np.integer)) or s < 0 for s in shape):
-            raise InputError(f"the shape {shape} must be non-negative integers")
-        return [np.empty(shape, dtype=f.type.numpy) for f in funcs]
+        return [np.empty(checked_shape(shape, f.dimensions, f"{f.name}.realize(...)"),
+                         dtype=f.type.numpy) for f in funcs]
+
+    def _describe_scalar(self, name: str) -> str:
+        """A scalar argument derived from an array, as the user knows it: `inp.extent.0`
+        is the extent of input inp in dimension 0."""
+        array, field, dim = name.rsplit(".", 2)
+        kind = "output" if array in self.output_names else "input"
+        role = {"extent": "extent", "stride": "stride (in elements)", "min": "origin"}[field]
+        return f"the {role} of {kind} {array} in dimension {dim} (outermost is 0)"
 
     def _check_regions(self, values: dict[str, object]) -> None:
         failed = self._checks(values)
@@ -118,12 +116,31 @@ class Kernel:
             raise describe(*failed)
 
 
-def _unit_last_stride(a: np.ndarray) -> np.ndarray:
-    """`a`, or a C-contiguous copy when its last dimension isn't contiguous: compiled code
-    assumes neighbouring last indices are neighbouring elements (dense vector access)."""
-    if a.ndim == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize:
+def _check_out(f: Func, arr: object) -> None:
+    """Refuse an `out=` array compiled code can't write `f` into."""
+    if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
+            arr.ndim != f.dimensions:
+        raise InputError(f"out= for {f.name} must be a {f.dimensions}-D "
+                         f"{f.type} NumPy array, got {_describe(arr)}")
+    if isinstance(arr, np.ma.MaskedArray):
+        raise InputError(masked_array_refusal(f"out= for {f.name}"))
+    if not arr.flags.writeable:
+        raise InputError(f"out= for {f.name} is read-only")
+    if _addressable(arr) is not arr:
+        raise InputError(f"out= for {f.name} must be aligned and have consecutive "
+                         "elements in its last dimension (a view like a[:, ::2] or a.T, "
+                         "or an array made by np.frombuffer at an odd offset, isn't); pass "
+                         "a new array (np.empty(shape, dtype)), or leave out out= and copy "
+                         "the result into it")
+
+
+def _addressable(a: np.ndarray) -> np.ndarray:
+    """`a`, or an aligned C-contiguous copy when its last dimension isn't contiguous or its
+    elements aren't aligned: compiled code assumes neighbouring last indices are
+    neighbouring elements (dense vector access) and aligned scalar loads."""
+    if a.flags.aligned and (a.ndim == 0 or a.shape[-1] <= 1 or a.strides[-1] == a.itemsize):
         return a
-    return np.ascontiguousarray(a)
+    return np.array(a, order="C")
 
 
 def _describe(a: object) -> str:

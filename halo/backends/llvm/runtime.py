@@ -9,13 +9,13 @@ buffer the function stores into must be writeable. Scalars map to ctypes as
     bool -> c_bool, int8..int64 -> c_int8..c_int64, uint8..uint64 -> c_uint8..c_uint64,
     float32 -> c_float, float64 -> c_double, float16 -> c_uint16 (its IEEE bits)
 
-and are checked first: integers must be integral and in range, floats real numbers.
+and are checked first, as everywhere halo takes a scalar (`halo.ir.values.checked_scalar`):
+bools must be bools, integers integral and in range, floats real numbers that fit.
 Wrong arguments raise `InputError`.
 """
 from __future__ import annotations
 
 import ctypes
-import numbers
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -38,6 +38,7 @@ from halo.ir.types import (
     uint32,
     uint64,
 )
+from halo.ir.values import checked_scalar
 
 _SCALAR_CTYPES: dict[Type, type] = {
     bool_: ctypes.c_bool,
@@ -110,8 +111,9 @@ def _buffer_converter(arg: Argument, stored: bool) -> Callable[[object], int]:
             raise InputError(f"argument {arg.name!r} must be a NumPy array of {dtype}, got "
                              f"{_describe(value)}")
         if not value.flags.aligned:
-            raise InputError(f"argument {arg.name!r} must be an aligned array; pass "
-                             "np.ascontiguousarray(...) of it")
+            raise InputError(f"argument {arg.name!r} must be an aligned array (each "
+                             f"element's address a multiple of {value.dtype.alignment}); "
+                             "pass an aligned copy, np.array(a), which allocates anew")
         if stored and not value.flags.writeable:
             raise InputError(f"argument {arg.name!r} is written to, but its array is "
                              "read-only")
@@ -121,33 +123,13 @@ def _buffer_converter(arg: Argument, stored: bool) -> Callable[[object], int]:
 
 
 def _scalar_converter(arg: Argument) -> Callable[[object], object]:
-    t = arg.type
-
-    def fail(value: object, expected: str) -> InputError:
-        return InputError(f"argument {arg.name!r} must be {expected}, got {_describe(value)}")
-
-    if t.is_bool:
-        def convert(value: object) -> bool:
-            if not isinstance(value, (bool, np.bool_)):
-                raise fail(value, "a bool")
-            return bool(value)
-    elif t.is_integer:
-        low, high = t.min_value(), t.max_value()
-
+    t, what = arg.type, f"argument {arg.name!r}"
+    if t.is_float and t.bits == 16:
         def convert(value: object) -> int:
-            if not isinstance(value, numbers.Integral) or not low <= value <= high:
-                raise fail(value, f"an integer in [{low}, {high}] ({t})")
-            return int(value)
-    elif t.bits == 16:
-        def convert(value: object) -> int:
-            if not isinstance(value, numbers.Real):
-                raise fail(value, "a real number (float16)")
-            return int(np.float16(value).view(np.uint16))
+            return int(np.float16(checked_scalar(t, value, what)).view(np.uint16))
     else:
-        def convert(value: object) -> float:
-            if not isinstance(value, numbers.Real):
-                raise fail(value, f"a real number ({t})")
-            return float(value)
+        def convert(value: object) -> object:
+            return checked_scalar(t, value, what)
     return convert
 
 

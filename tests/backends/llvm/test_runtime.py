@@ -57,6 +57,26 @@ def test_buffer_checks(copy, mutate, message):
         copy(inp, out, 4, 0, 0, False)
 
 
+def test_the_advice_for_a_misaligned_buffer_works(copy):
+    """It advised np.ascontiguousarray, which returns the same misaligned array; the
+    advised np.array(a) copy is aligned and accepted."""
+    inp = np.frombuffer(bytearray(17), np.float32, 4, offset=1)
+    with pytest.raises(InputError, match=r"pass an aligned copy, np\.array\(a\)"):
+        copy(inp, np.zeros(4, np.float32), 4, 0, 0, False)
+    copy(np.array(inp), np.zeros(4, np.float32), 4, 0, 0, False)
+
+
+@pytest.mark.parametrize(("scalars", "message"), [
+    ((4, 0, 0, "false"), "'flag' must be a bool"),
+    ((2**80, 0, 0, False), r"'n' must be an integer in \[-2147483648, 2147483647\]"),
+    ((4, 0, np.uint8(1) + 0j, False), "'byte' must be an integer"),
+], ids=["str for bool", "huge int", "complex for uint8"])
+def test_scalars_are_checked_as_params_are(copy, scalars, message):
+    """The converters use the same check as Params (halo.ir.values.checked_scalar)."""
+    with pytest.raises(InputError, match=message):
+        copy(*arrays(), *scalars)
+
+
 def test_strided_views_are_passed_by_their_first_element():
     """A non-contiguous view is passed by the address of its first element, and the
     function's own stride arithmetic walks it, negative strides included."""
