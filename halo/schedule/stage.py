@@ -21,9 +21,17 @@ _TAILS = tuple(t.value for t in TailStrategy)
 
 
 def loop_name(v: object) -> str:
-    """The loop name a schedule argument stands for (a Var, RVar or string)."""
+    """The loop name a schedule argument stands for (a Var, RVar or string, or a 1-D RDom
+    for its only reduction variable)."""
     if isinstance(v, str):
         return v
+    rvars = getattr(v, "rvars", None)  # an RDom
+    if rvars is not None:
+        if len(rvars) != 1:
+            names = ", ".join(r.name for r in rvars)
+            raise ScheduleError(f"RDom {v.name} has {len(rvars)} dimensions, so it names no "
+                                f"single loop; name one of its reduction variables: {names}")
+        return rvars[0].name
     name = getattr(v, "name", None)
     if isinstance(name, str):
         return name
@@ -108,23 +116,28 @@ class Schedulable(GpuLoops, ABC):
         pure stages only), "round_up" (compute past the end; not for outputs or
         updates), or "auto" (shift_inwards for pure stages, guard for updates).
         """
-        args = (v, outer, inner, factor)
-        dim = self._existing("split", args, v)
+        return self._split("split", (v, outer, inner, factor), v, outer, inner, factor, tail)
+
+    def _split(self: S, call: str, args: tuple, v: object, outer: object, inner: object,
+               factor: int, tail: str) -> S:
+        """`split`, with its errors naming the call the user made (`call(args)`: a
+        `vectorize(x, 8)` splits too)."""
+        dim = self._existing(call, args, v)
         if isinstance(factor, bool) or not isinstance(factor, int) or factor < 1:
-            raise self._error("split", args, f"the factor must be a positive int, "
-                                             f"not {factor!r}")
+            raise self._error(call, args, f"the factor must be a positive int, "
+                                          f"not {factor!r}")
         if tail not in _TAILS:
-            raise self._error("split", args, f"tail={tail!r} is not one of {_TAILS}")
+            raise self._error(call, args, f"tail={tail!r} is not one of {_TAILS}")
         strategy = TailStrategy(tail)
         if strategy in (TailStrategy.SHIFT_INWARDS, TailStrategy.ROUND_UP) and \
                 (self._is_update or not dim.pure):
-            raise self._error("split", args, f"tail='{tail}' computes some points twice "
-                                             "or past the end, which changes the result of "
-                                             "an update stage; use tail='guard'")
-        o = self._fresh("split", args, outer, allowed=dim.name)
-        i = self._fresh("split", args, inner)
+            raise self._error(call, args, f"tail='{tail}' computes some points twice "
+                                          "or past the end, which changes the result of "
+                                          "an update stage; use tail='guard'")
+        o = self._fresh(call, args, outer, allowed=dim.name)
+        i = self._fresh(call, args, inner)
         if o == i:
-            raise self._error("split", args, "the outer and inner loops need different names")
+            raise self._error(call, args, "the outer and inner loops need different names")
         stage = self._stage()
         k = stage.dims.index(dim)
         stage.dims[k:k + 1] = [Dim(o, dim.kind, dim.pure), Dim(i, ForKind.SERIAL, dim.pure)]
@@ -206,7 +219,7 @@ class Schedulable(GpuLoops, ABC):
         saved = list(stage.dims), list(stage.transforms)
         if n is not None:
             inner = self._fresh_suffix(loop_name(v), suffix)
-            self.split(v, v, inner, n)
+            self._split(call, args, v, v, inner, n, "auto")
             v = v if outer else inner
         dim = self._existing(call, args, v)
         previous, dim.kind = dim.kind, kind

@@ -228,3 +228,29 @@ def test_tiled_maximum_of_floats():
     m.update(0).tile(r.x, r.y, ro, x, ri, y, 3, 4)
     a = np.random.default_rng(9).random((11, 17), dtype=np.float32)
     assert_matches_reference(m, (), {inp: a}, np.float32(a.max()))
+
+
+def test_a_one_dimensional_rdom_names_its_loop():
+    """A 1-D RDom stands for its reduction variable wherever a loop is named, as it does
+    in expressions (A[i, r])."""
+    i, j = halo.vars("i j")
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    b = np.arange(8, dtype=np.float32).reshape(4, 2)
+    A, B = halo.Buffer(a, "A"), halo.Buffer(b, "B")
+    r = halo.RDom((0, 4))
+    C = halo.Func("C")
+    C[i, j] = 0.0
+    C[i, j] += A[i, r] * B[r, j]
+    C.update().reorder(i, r, j)
+    assert C.update()._stage().dim_names() == ["i", r.x.name, "j"]
+    np.testing.assert_allclose(C.realize((3, 2)), a @ b)
+
+
+def test_a_many_dimensional_rdom_names_no_loop():
+    i = halo.Var("i")
+    r = halo.RDom((0, 2), (0, 3))
+    f = halo.Func("f")
+    f[i] = 0
+    f[i] += r.x + r.y
+    with pytest.raises(halo.ScheduleError, match="RDom .* has 2 dimensions.*r.*x"):
+        f.update().reorder(r, i)

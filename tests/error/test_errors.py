@@ -334,3 +334,19 @@ def test_set_estimates_needs_pairs():
     _, _, f = two_stage()
     with raises(halo.ScheduleError, "f.set_estimates(...)", "one (min, extent) pair"):
         f.set_estimates([(0, 10, 3), (0, 5)])
+
+
+@pytest.mark.parametrize(("call", "shown"), [
+    (lambda f, x: f.vectorize(halo.Var("z"), 8), "f.vectorize(z, 8): there is no loop named 'z'"),
+    (lambda f, x: f.unroll(x, 0), "f.unroll(x, 0): the factor must be a positive int"),
+    (lambda f, x: f.parallel(halo.Var("w"), 4), "f.parallel(w, 4): there is no loop named 'w'"),
+])
+def test_a_verb_that_splits_names_the_call_the_user_made(call, shown):
+    """vectorize/unroll/parallel with a factor split first; their errors name the user's
+    call, not the split it makes."""
+    x = halo.Var("x")
+    f = halo.Func("f")
+    f[x] = x
+    with pytest.raises(halo.ScheduleError) as error:
+        call(f, x)
+    assert str(error.value).startswith(shown), str(error.value)
