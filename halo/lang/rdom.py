@@ -18,9 +18,14 @@ class RDom:
     def __init__(self, *ranges, name: str | None = None,
                  rvar_names: tuple[str, ...] | None = None):
         """`rvar_names` names the dimensions (default `r.x`, `r.y`, ...); rfactor uses it
-        to keep the names of the loops it turns into reduction variables."""
+        to keep the names of the loops it turns into reduction variables. `RDom(input)`
+        spans the input: a Buffer's array has a shape now, so its extents are constants
+        (loops over them can be unrolled); an ImageParam's are its symbolic extents."""
         if len(ranges) == 1 and hasattr(ranges[0], "shape") and hasattr(ranges[0], "name"):
-            ranges = tuple((0, extent) for extent in ranges[0].shape)
+            source = ranges[0]
+            array = getattr(source, "array", None)  # a Buffer
+            shape = source.shape if array is None else array.shape
+            ranges = tuple((0, extent) for extent in shape)
         if not ranges:
             raise DefinitionError("RDom() needs at least one (min, extent) pair or a buffer")
         self.name = claim_name(name, "r")

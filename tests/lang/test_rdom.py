@@ -69,13 +69,13 @@ def test_rdom_bounds_from_exprs_and_params():
 
 
 def test_rdom_over_a_buffer_covers_its_shape():
-    """RDom(buffer) has one dimension per axis, extents from the buffer's shape."""
+    """RDom(buffer) has one dimension per axis, its extents the buffer's shape, as
+    constants (the array has its shape now)."""
     data = np.arange(6, dtype=np.int32).reshape(2, 3)
     buf = halo.Buffer(data, "buf")
     r = halo.RDom(buf)
     assert len(r) == 2
-    assert (repr(r.x.extent), repr(r.y.extent)) == ("Expr(buf.extent.0: int32)",
-                                                    "Expr(buf.extent.1: int32)")
+    assert (repr(r.x.extent), repr(r.y.extent)) == ("Expr(2: int32)", "Expr(3: int32)")
     assert int(total(buf[r.x, r.y]).realize(())) == data.sum()
 
 
@@ -140,3 +140,15 @@ def test_missing_dimension_letter_is_an_error():
     """r.z of a 2-D RDom is a DefinitionError."""
     with pytest.raises(halo.DefinitionError, match="has 2 dimension"):
         _ = halo.RDom((0, 2), (0, 3)).z
+
+
+def test_the_loops_of_an_rdom_over_a_buffer_unroll():
+    """RDom(buffer)'s loops have constant extents, so they can be unrolled."""
+    weights = halo.Buffer(np.arange(6, dtype=np.int32).reshape(2, 3), "weights")
+    r = halo.RDom(weights)
+    x = halo.Var("x")
+    f = halo.Func("f")
+    f[x] = 0
+    f[x] += weights[r.x, r.y] * x
+    f.update().unroll(r.y)
+    np.testing.assert_array_equal(f.realize((4,)), np.arange(4) * 15)
