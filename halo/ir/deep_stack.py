@@ -74,12 +74,17 @@ def run_deep(what: str, fn: Callable[..., T], *args: object) -> T:
                 worker = threading.Thread(target=context.run, args=(work,),
                                           name=f"halo: {what}", daemon=True)
                 worker.start()
+            except RuntimeError:  # no thread (a strict memory commit limit): run here
+                worker = None
             finally:
                 threading.stack_size(previous)
     except BaseException:
         _leave()
         raise
-    worker.join()
+    if worker is None:
+        work()
+    else:
+        worker.join()
     ok, value = outcome[0]
     if ok:
         return value
