@@ -109,8 +109,9 @@ class Target:
                             "GPU targets; the host's CPU is read from the machine")
         problem = None if self.threads is None else _thread_count_problem(self.threads)
         if problem is not None:
-            raise HaloError(f"Target(threads={self.threads!r}): threads {problem}; give an "
-                            f"integer from 1 to {MAX_THREADS}, or None for the default")
+            raise HaloError(f"Target(threads={self.threads!r}): threads must be a positive "
+                            f"integer, at most {MAX_THREADS}, or None for the default; "
+                            f"{self.threads!r} {problem}")
         if self.threads is not None:
             object.__setattr__(self, "threads", int(self.threads))
 
