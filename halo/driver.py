@@ -23,8 +23,8 @@ from threading import Lock
 import numpy as np
 
 from halo.errors import HaloError
+from halo.ir.deep_stack import run_deep
 from halo.ir.printer import loop_nest_to_str
-from halo.ir.visitor import deep_recursion
 from halo.lang.driver_seam import install_pipeline
 from halo.lang.environment import Environment
 from halo.lang.func import Func
@@ -44,8 +44,7 @@ class Pipeline:
 
     def lower(self, target: str | Target = "host") -> Lowered:
         """The lowered loop nest; `str()` of it is readable Python-like code."""
-        with deep_recursion():
-            return lower(Environment.of(self.outputs), Target.of(target))
+        return run_deep(f"lowering {self._names()}", _lower, self.outputs, Target.of(target))
 
     def print_loop_nest(self, target: str | Target = "host") -> None:
         print(loop_nest_to_str(self.lower(target).stmt), end="")
@@ -53,23 +52,27 @@ class Pipeline:
     def compile(self, target: str | Target = "host") -> Kernel:
         """The pipeline compiled for `target`; the same Kernel again while the algorithm
         and schedule are unchanged."""
-        target = Target.of(target)
-        env = Environment.of(self.outputs)
-
-        def build() -> Kernel:
-            with deep_recursion():
-                return Kernel(lower(env, target), target)
-
-        key = _program_key(env, target)
-        if key is None:
-            return build()
-        return _kernels.get(key, build).for_environment(env)
+        return run_deep(f"compiling {self._names()}", self._compile, Target.of(target))
 
     def realize(self, shape=None, inputs=None, target: str | Target = "host", out=None,
                 origin=None) -> np.ndarray | list[np.ndarray]:
         """The outputs over the region of `shape` (or of `out`), starting at `origin`."""
         result = self.compile(target).run(shape, out, origin, inputs, {})
         return result[0] if len(self.outputs) == 1 else result
+
+    def _compile(self, target: Target) -> Kernel:
+        env = Environment.of(self.outputs)
+        key = _program_key(env, target)
+        if key is None:
+            return Kernel(lower(env, target), target)
+        return _kernels.get(key, lambda: Kernel(lower(env, target), target)).for_environment(env)
+
+    def _names(self) -> str:
+        return ", ".join(f.name for f in self.outputs)
+
+
+def _lower(outputs: list[Func], target: Target) -> Lowered:
+    return lower(Environment.of(outputs), target)
 
 
 def _program_key(env: Environment, target: Target) -> tuple | None:

@@ -46,15 +46,34 @@ def host_cpu() -> HostCPU:
                    frozenset(f[1:] for f in flags if f.startswith("+")))
 
 
+# The most threads a parallel loop may run on: OpenMP's runtime allocates per-thread state
+# up front, so a huge count exhausts memory (and LLVM's i32 argument would wrap past 2**31).
+MAX_THREADS = 1024
+
+
+def _thread_count_problem(threads: object) -> str | None:
+    """Why `threads` is not a thread count halo accepts, or None if it is."""
+    if isinstance(threads, bool) or not isinstance(threads, Integral):
+        return f"is a {type(threads).__name__}, not an integer"
+    if threads < 1:
+        return "is not positive"
+    if threads > MAX_THREADS:
+        return f"is more than {MAX_THREADS}, the most halo runs a parallel loop on"
+    return None
+
+
 def default_num_threads() -> int:
-    """The thread count when none is given: HALO_NUM_THREADS if set, else every core."""
+    """The thread count when none is given: HALO_NUM_THREADS if set, else every core (at
+    most MAX_THREADS)."""
     setting = os.environ.get("HALO_NUM_THREADS", "").strip()
     if not setting:
-        return os.cpu_count() or 1
-    if not setting.isdigit() or int(setting) < 1:
-        raise HaloError(f"HALO_NUM_THREADS={setting!r} is not a positive integer; set it to "
-                        "the number of threads for parallel loops, or unset it to use every "
-                        "core")
+        return min(os.cpu_count() or 1, MAX_THREADS)
+    problem = "is not an integer" if not setting.isdigit() else \
+        _thread_count_problem(int(setting))
+    if problem is not None:
+        raise HaloError(f"HALO_NUM_THREADS={setting!r} {problem}; set it to the number of "
+                        f"threads for parallel loops (1 to {MAX_THREADS}), or unset it to "
+                        "use every core")
     return int(setting)
 
 
@@ -62,10 +81,11 @@ def default_num_threads() -> int:
 class Target:
     """Where code runs: `"host"` (the CPU, through LLVM) or `"cuda"`.
 
-    `threads`: the size of the thread pool for parallel loops (default: HALO_NUM_THREADS,
-    else all cores). `count_stores=True` builds instrumented code that counts the values
-    stored to each Func, read after a call as `kernel.store_counts` ({func name: count});
-    all its loops run serially, so the counts are exact (see halo/lower/count_stores.py).
+    `threads`: the size of the thread pool for parallel loops, an integer from 1 to
+    MAX_THREADS (1024) (default: HALO_NUM_THREADS, else all cores). `count_stores=True`
+    builds instrumented code that counts the values stored to each Func, read after a call
+    as `kernel.store_counts` ({func name: count}); all its loops run serially, so the
+    counts are exact (see halo/lower/count_stores.py).
     `strict_float=True` rounds every float operation separately, as NumPy does; by default
     `a * b + c` may be computed as one fused multiply-add (as Halide does). `arch`: the GPU
     architecture to generate code for (`"sm_90"`), for `"cuda"` only.
@@ -87,10 +107,13 @@ class Target:
         if self.arch is not None:
             raise HaloError(f"Target({self.kind.value!r}, arch={self.arch!r}): arch is for "
                             "GPU targets; the host's CPU is read from the machine")
-        if self.threads is not None and not (isinstance(self.threads, Integral)
-                                             and self.threads >= 1):
+        problem = None if self.threads is None else _thread_count_problem(self.threads)
+        if problem is not None:
             raise HaloError(f"Target(threads={self.threads!r}): threads must be a positive "
-                            "integer, or None for the default")
+                            f"integer, at most {MAX_THREADS}, or None for the default; "
+                            f"{self.threads!r} {problem}")
+        if self.threads is not None:
+            object.__setattr__(self, "threads", int(self.threads))
 
     @property
     def name(self) -> str:

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import pytest
 
 import halo
-from halo.target import Target, TargetKind, default_num_threads, host_cpu
+from halo.target import MAX_THREADS, Target, TargetKind, default_num_threads, host_cpu
 
 
 @pytest.mark.parametrize(("setting", "expected"), [("3", 3), ("", None), (" 1 ", 1)])
@@ -62,3 +63,30 @@ def test_host_facts_come_from_the_cpu():
     assert Target().natural_vector_size(halo.float64) == expected // 8
     assert Target().has_feature(next(iter(cpu.features)))
     assert not Target().has_feature("no-such-feature")
+
+
+@pytest.mark.parametrize("threads", [True, False, 2.0, "4", 0, -1, 1025, 2**31, 2**32 + 1])
+def test_thread_counts_outside_one_to_1024_are_refused(threads):
+    """Only integers from 1 to MAX_THREADS are thread counts: a bool passed validation and
+    then made invalid LLVM IR, 2**32 + 1 wrapped to 1, and 2**31 made OpenMP's runtime
+    run out of memory and kill the process."""
+    with pytest.raises(halo.HaloError, match=r"threads must be a positive integer, at most 1024"):
+        Target("host", threads=threads)
+
+
+@pytest.mark.parametrize("setting", ["1025", "99999999999", str(2**32 + 1)])
+def test_huge_halo_num_threads_is_refused(monkeypatch, setting):
+    monkeypatch.setenv("HALO_NUM_THREADS", setting)
+    with pytest.raises(halo.HaloError, match=r"HALO_NUM_THREADS=.*more than 1024"):
+        default_num_threads()
+
+
+def test_thread_counts_are_plain_ints_and_the_default_is_capped(monkeypatch):
+    """A NumPy integer is accepted as the int it holds; every core, capped at MAX_THREADS,
+    is the default."""
+    assert Target("host", threads=np.int64(3)).threads == 3
+    assert type(Target("host", threads=np.int64(3)).threads) is int
+    assert Target("host", threads=MAX_THREADS).num_threads == MAX_THREADS
+    monkeypatch.delenv("HALO_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 4096)
+    assert default_num_threads() == MAX_THREADS

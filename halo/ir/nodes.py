@@ -79,7 +79,12 @@ class BinaryOp(Expr):
 
     @property
     def type(self) -> Type:
-        return self.a.type
+        # Down the chain of first operands in a loop: a sum of thousands of terms nests
+        # that deep, and recursing would cost a frame per term.
+        a = self.a
+        while isinstance(a, BinaryOp) and not isinstance(a, Compare):
+            a = a.a
+        return a.type
 
 
 def _binary(name: str, doc: str, base: type = BinaryOp) -> type:

@@ -7,33 +7,12 @@ node object when no child changed, so passes that change nothing cost no allocat
 """
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import fields
 from functools import cache
 
 from halo.ir.nodes import Expr, Stmt
 
 Node = Expr | Stmt
-
-# IR walkers recurse once per nesting level, and a long pipeline nests deeply (a let per
-# bound, a loop per dimension, per stage): 20-odd stages exceed Python's default 1000.
-_DEPTH = 30_000
-
-
-@contextmanager
-def deep_recursion() -> Iterator[None]:
-    """Lets the walkers of one lowering, compilation or reference evaluation recurse as
-    deep as the IR nests (Python frames here; the interpreter stays far from the C
-    stack's limit at this depth)."""
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, _DEPTH))
-    try:
-        yield
-    finally:
-        sys.setrecursionlimit(old)
-
 
 @cache
 def _child_fields(cls: type) -> tuple[str, ...]:

@@ -57,7 +57,7 @@ def _produce(name: str, ctx: LowerContext) -> n.Stmt:
     f = ctx.env.funcs[name]
     stages = [_specialized_loops(name, k, d, f.schedule.stages[k], ctx)
               for k, d in enumerate(f.definitions)]
-    return inline_calls(block(*stages), ctx)
+    return inline_calls(block(*stages), ctx, name)
 
 
 def _specialized_loops(func: str, k: int, definition: Definition, sched: StageSchedule,

@@ -6,8 +6,10 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
   * outputs: mins `out.min.{i}`, strides `out.stride.{i}` (arguments), 1 in the last
     dimension;
   * Funcs with storage of their own: dense row-major (the last dimension is contiguous),
-    mins `f.min.{i}` from bounds inference and strides defined by lets around the
-    Allocate. They go on the stack when `store_in` says "stack"/"local" (sized by a
+    mins `f.min.{i}` from bounds inference, and each stride written out in the index as
+    the product of the later extents, where the backend computes it in 64 bits as it does
+    every index (a let would hold it in an int32, which a buffer of more than 2**31
+    elements overflows). They go on the stack when `store_in` says "stack"/"local" (sized by a
     constant upper bound of each extent, which must exist) or, by default, when the size
     is a small constant; "global" and "shared" (on the CPU) mean the heap.
 """
@@ -31,14 +33,19 @@ def storage_flattening(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     return _Flatten(ctx).mutate(stmt)
 
 
-def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None) -> n.Expr:
+_INT32_MAX = 2**31 - 1
+
+
+def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None,
+           strides: tuple[n.Expr, ...] | None) -> n.Expr:
     index: n.Expr | None = None
     for i, a in enumerate(args):
         offset = n.Sub(a, mins[i]) if mins is not None else a
         # Every buffer is contiguous in its last dimension (the Kernel makes sure), so
         # neighbouring x are neighbouring elements and vector accesses are dense.
         last = i == len(args) - 1
-        term = offset if last else n.Mul(offset, n.Var(f"{name}.stride.{i}"))
+        stride = strides[i] if strides is not None else n.Var(f"{name}.stride.{i}")
+        term = offset if last else n.Mul(offset, stride)
         index = term if index is None else n.Add(index, term)
     return index if index is not None else const(0)
 
@@ -57,6 +64,7 @@ class _Flatten(IRMutator):
     def __init__(self, ctx: LowerContext):
         self.ctx = ctx
         self.mins: dict[str, tuple[n.Expr, ...]] = {}  # Func -> mins of its storage
+        self.strides: dict[str, tuple[n.Expr, ...]] = {}  # Func -> strides of its storage
         self.loops: dict[str, Interval] = {}  # enclosing loops of constant range
         self.lets: dict[str, n.Expr] = {}  # the enclosing lets, to see through extents
 
@@ -93,33 +101,49 @@ class _Flatten(IRMutator):
 
     def visit_Provide(self, p: n.Provide) -> n.Stmt:
         p = self.mutate_children(p)
-        return n.Store(p.name, _index(p.name, p.args, self._mins(p.name)), p.value)
+        return n.Store(p.name, _index(p.name, p.args, self._mins(p.name),
+                                      self.strides.get(p.name)), p.value)
 
     def visit_Call(self, c: n.Call) -> n.Expr:
         c = self.mutate_children(c)
         if c.kind in (n.CallKind.MATH, n.CallKind.INTRINSIC):
             return c
-        return n.Load(c.type, c.name, _index(c.name, c.args, self._mins(c.name)))
+        return n.Load(c.type, c.name, _index(c.name, c.args, self._mins(c.name),
+                                             self.strides.get(c.name)))
 
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
-        self.mins[r.name] = tuple(lo for lo, _ in r.bounds)
-        body = self.mutate(r.body)
         extents = [simplify(ext) for _, ext in r.bounds]
         if r.scope in ("stack", "local"):
             extents = [self._constant_extent(r, i, ext) for i, ext in enumerate(extents)]
-        size: n.Expr = const(1)
-        lets: list[tuple[str, n.Expr]] = []
+        # strides[i] is the product of the extents after i; strides[-1] is the size.
+        strides: list[n.Expr] = [const(1)]
         for i in reversed(range(len(r.bounds))):
-            lets.append((f"{r.name}.stride.{i}", size))
-            size = n.Mul(size, extents[i])
-        size = simplify(size)
+            self._check_constant_factors(r, extents[i:])
+            strides.insert(0, simplify(n.Mul(extents[i], strides[0])))
+        size = strides.pop(0)
+        self.mins[r.name] = tuple(lo for lo, _ in r.bounds)
+        self.strides[r.name] = tuple(strides)
+        body = self.mutate(r.body)
         small = isinstance(size, n.Const) and size.value * r.type.bytes <= _STACK_BYTES
         scope = "stack" if r.scope in ("stack", "local") or (r.scope == "auto" and small) \
             else "heap"
-        stmt: n.Stmt = n.Allocate(r.name, r.type, size, body, scope)
-        for name, value in lets:
-            stmt = n.LetStmt(name, simplify(value), stmt)
-        return stmt
+        return n.Allocate(r.name, r.type, size, body, scope)
+
+    def _check_constant_factors(self, r: n.Realize, extents: list[n.Expr]) -> None:
+        """The constant extents among `extents` multiply to an int32 (the simplifier folds
+        their product into one constant, which would wrap)."""
+        product = 1
+        for e in extents:
+            if isinstance(e, n.Const):
+                product *= max(int(e.value), 0)
+        if product > _INT32_MAX:
+            f = self.ctx.env.funcs[r.name]
+            raise ScheduleError(
+                f"{r.name}: its storage of constant extents "
+                f"{[expr_to_str(e) for e in extents]} (dimensions {len(r.bounds) - len(extents)}"
+                f" to {f.dimensions - 1}) holds {product} elements, more than 2**31 - 1, the "
+                f"most halo allocates with constant sizes; compute {r.name} at an inner loop "
+                f"level (compute_at) so it stores a smaller region")
 
     def _constant_extent(self, r: n.Realize, i: int, extent: n.Expr) -> n.Expr:
         """A stack buffer is sized by a constant upper bound of each extent (a tile's

@@ -39,10 +39,10 @@ import numpy as np
 
 from halo.errors import InputError, InternalError
 from halo.ir import nodes as n
+from halo.ir.deep_stack import run_deep
 from halo.ir.substitute import calls_to, var_names
 from halo.ir.types import Type, int32
 from halo.ir.values import checked_origin, checked_shape
-from halo.ir.visitor import deep_recursion
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Definition, Func
 from halo.reference.regions import Box, Constants, infer_regions, is_empty, rdom_ranges
@@ -61,8 +61,7 @@ def reference(f: Func | Sequence[Func], shape: Sequence[int] | None = None,
     array of f's dtype, computed from the algorithm alone. `f` may be a list of Funcs of
     the same dimensionality, realized over the same box; then the result is a list.
     `inputs` maps ImageParams and Params (or their names) to arrays and scalars."""
-    with deep_recursion():
-        return _reference(f, shape, inputs, origin)
+    return run_deep("halo.reference", _reference, f, shape, inputs, origin)
 
 
 def _reference(f, shape, inputs, origin):

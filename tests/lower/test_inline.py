@@ -5,7 +5,12 @@ at the output of that pass.
 """
 from __future__ import annotations
 
+import time
+
+import pytest
+
 import halo
+from apps import harris
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
 from halo.lower.inline import inline_calls
@@ -32,7 +37,7 @@ def test_inline_calls_substitutes_the_arguments_into_the_definition():
     ctx = context_of(f)
     call = n.Call(halo.float32, "g", (n.Add(n.Var("a"), n.const(1)), n.Var("b")),
                   n.CallKind.FUNC)
-    assert expr_to_str(inline_calls(call, ctx)) == "inp[a + 1, b] * 2.0"
+    assert expr_to_str(inline_calls(call, ctx, "f")) == "inp[a + 1, b] * 2.0"
 
 
 def test_inline_calls_returns_the_same_node_when_nothing_is_inlined():
@@ -45,7 +50,7 @@ def test_inline_calls_returns_the_same_node_when_nothing_is_inlined():
     ctx = context_of(f)
     expr = n.Add(n.Call(halo.float32, "g", (n.Var("i"),), n.CallKind.FUNC), n.const(1.0,
                                                                                    halo.float32))
-    assert inline_calls(expr, ctx) is expr
+    assert inline_calls(expr, ctx, "f") is expr
 
 
 def test_inlined_funcs_leave_no_call_of_their_name():
@@ -121,3 +126,42 @@ def test_inlined_func_in_an_update_and_its_rdom_predicate_is_substituted():
     assert calls_named(stmt, "g") == []
     (guard,) = nodes_of(stmt, n.IfThenElse)
     assert expr_to_str(guard.condition) == "2 < inp[f.s1.r.x] * 2"
+
+
+def _stencil_chain(stages: int, taps: int) -> halo.Func:
+    """f1..f{stages}, each the sum of `taps` neighbours of the one before, all inlined."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    prev = halo.Func("f0")
+    prev[x] = inp[x]
+    for i in range(1, stages + 1):
+        f = halo.Func(f"f{i}")
+        f[x] = sum((prev[x + k] for k in range(1, taps)), prev[x])
+        prev = f
+    return prev
+
+
+def test_an_exponential_inline_chain_is_refused_fast_naming_the_chain():
+    """A chain of 3-tap stencils left inline triples at each stage (16 stages took 85 s
+    and 1.4 GB): it is refused before anything is built, naming the chain and what to
+    do."""
+    f = _stencil_chain(40, 3)
+    start = time.perf_counter()
+    with pytest.raises(halo.ScheduleError,
+                       match=r"^f40: inlining the chain f40 <- f39 <- .* <- f0 \(40 inlined "
+                             r"Funcs\) .* grows exponentially .* f9\.compute_root\(\)"):
+        f.lower()
+    assert time.perf_counter() - start < 2
+
+
+def test_a_long_chain_read_once_per_stage_inlines():
+    """Size is counted with sharing: a chain that reads the Func before it once per stage
+    grows linearly, and 200 stages inline."""
+    f = _stencil_chain(200, 1)
+    assert len(calls_named(lowered(f), "f0")) == 0
+
+
+def test_harris_left_all_inline_still_lowers():
+    """The limit leaves room for real programs: apps/harris.py at its default schedule
+    (every stage inlined into the output) is about half of it."""
+    *_, output, _ = harris.algorithm()
+    assert len(nodes_of(lowered(output), n.Call, "image")) > 0

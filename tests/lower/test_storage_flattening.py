@@ -60,8 +60,9 @@ def test_no_multidimensional_node_remains():
 
 
 def test_internal_func_is_dense_row_major():
-    """A 3-D compute_root Func gets strides (e1 * e2, e2, 1) and size e0 * e1 * e2, and
-    its element (c, y, x) is at the row-major offset from its mins."""
+    """A 3-D compute_root Func gets strides (e1 * e2, e2, 1), written out in its indices,
+    and size e0 * e1 * e2, and its element (c, y, x) is at the row-major offset from its
+    mins."""
     inp = halo.ImageParam(halo.float32, 3, "inp")
     g, f = halo.Func("g"), halo.Func("f")
     g[c, y, x] = inp[c, y, x] * 2.0
@@ -71,7 +72,7 @@ def test_internal_func_is_dense_row_major():
     lets = lets_of(stmt)
     out = {"f.min.0": 1, "f.extent.0": 3, "f.min.1": 10, "f.extent.1": 4,
            "f.min.2": -5, "f.extent.2": 7}
-    assert [evaluate(lets[f"g.stride.{i}"], out, lets) for i in range(3)] == [28, 7, 1]
+    assert not any(name.startswith("g.stride.") for name in lets)
     alloc = only(nodes_of(stmt, n.Allocate, "g"))
     assert evaluate(alloc.size, out, lets) == 3 * 4 * 7
     assert alloc.scope == "heap" and alloc.type == halo.float32

@@ -512,8 +512,28 @@ class _FunctionEmitter:
                                 "expected an integer")
         if e.type == int32:
             return self._wide_index(e)
+        if e.type.element_of() == int32:
+            return self._wide_vector_index(e)
         return arithmetic.cast(self._builder, e.type, int64.with_lanes(e.type.lanes),
                                self._expr(e))
+
+    def _wide_vector_index(self, e: n.Expr) -> ir.Value:
+        """A vector of int32 indices (a gather's or scatter's) computed in 64 bits, as
+        `_wide_index` computes a scalar one: a ramp across a buffer of more than 2**31
+        elements must not wrap."""
+        t = int64.with_lanes(e.type.lanes)
+        b = self._builder
+        if type(e) in _WIDENED:
+            operator = _BINARY_OPERATORS[type(e)]
+            return operator(b, t, self._wide_vector_index(e.a), self._wide_vector_index(e.b))
+        if isinstance(e, n.Broadcast):
+            return vectors.broadcast(b, self._wide_index(e.value), e.lanes)
+        if isinstance(e, n.Ramp):
+            steps = arithmetic.mul(b, t, vectors.broadcast(b, self._wide_index(e.stride),
+                                                           e.lanes), vectors.lane_numbers(t))
+            return arithmetic.add(b, t, vectors.broadcast(b, self._wide_index(e.base),
+                                                          e.lanes), steps)
+        return arithmetic.cast(b, e.type, t, self._expr(e))
 
     def _wide_index(self, e: n.Expr) -> ir.Value:
         """A scalar int32 index computed in 64 bits, as Halide does. halo's int32 `+ - *`

@@ -7,7 +7,7 @@
 Lowering wraps the loops of this 12-stage pipeline (with two cache_read copies) in a
 chain of a few hundred LetStmts, and the simplifier recursed once per let past Python's
 default limit. Lowering, compilation and the reference now let the IR walkers recurse as
-deep as the IR nests (`halo.ir.visitor.deep_recursion`)."""
+deep as the IR nests (`halo.ir.deep_stack.run_deep`)."""
 import numpy as np
 
 import halo

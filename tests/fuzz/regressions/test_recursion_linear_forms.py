@@ -3,7 +3,7 @@
     RecursionError: maximum recursion depth exceeded while calling a Python object
 
 Lowering, compilation and the reference now let the IR walkers recurse as deep as the IR
-nests (`halo.ir.visitor.deep_recursion`).
+nests (`halo.ir.deep_stack.run_deep`).
 """
 import numpy as np
 
