@@ -418,11 +418,14 @@ def _eval(e: n.Expr, b: Bindings) -> Value:
 
 
 def _cast(x: Value, t: Type) -> Value:
-    """float -> int truncates toward zero, int -> int wraps, bool -> 0/1, x -> bool is
-    x != 0 (NumPy's C casts, except for bool)."""
+    """float -> int truncates toward zero (NaN gives 0), int -> int wraps, bool -> 0/1,
+    x -> bool is x != 0 (NumPy's C casts, except for bool and NaN)."""
     if t.is_bool:
         return np.not_equal(x, 0)
-    return x.astype(t.numpy)
+    if np.asarray(x).dtype.kind == "f" and not t.is_float:
+        x = np.where(np.isnan(x), 0, x)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(x).astype(t.numpy)[()]
 
 
 def _floor_div(x: Value, y: Value) -> Value:
