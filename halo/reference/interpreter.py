@@ -239,9 +239,10 @@ def _update_by_reduction(u: _Update, ranges: Sequence[tuple[int, int]], r: _Redu
         e = evaluate(r.e, b)
         mask = evaluate(u.predicate, b) if u.predicate is not None else True
         shape = np.broadcast_shapes(np.shape(e), np.shape(mask), _chunk_shape(rvars))
-        partial = r.reduce.reduce(np.broadcast_to(e, shape), axis=0, dtype=dtype,
-                                  where=mask, initial=identity)
-        r.combine(view, partial, out=view)
+        with np.errstate(all="ignore"):  # inf - inf is NaN silently, as in `evaluate`
+            partial = r.reduce.reduce(np.broadcast_to(e, shape), axis=0, dtype=dtype,
+                                      where=mask, initial=identity)
+            r.combine(view, partial, out=view)
 
 
 def _update_by_scatter(u: _Update, ranges: Sequence[tuple[int, int]], r: _Reduction) -> None:
@@ -261,7 +262,8 @@ def _update_by_scatter(u: _Update, ranges: Sequence[tuple[int, int]], r: _Reduct
         keep = np.broadcast_to(mask, shape)
         index = _checked_index(u.func.name, u.out.shape, u.mins,
                                [np.broadcast_to(c, shape)[keep] for c in coords])
-        r.combine.at(u.out, index, np.broadcast_to(e, shape)[keep])
+        with np.errstate(all="ignore"):
+            r.combine.at(u.out, index, np.broadcast_to(e, shape)[keep])
 
 
 def _update_by_steps(u: _Update, ranges: Sequence[tuple[int, int]]) -> None:
@@ -424,8 +426,7 @@ def _cast(x: Value, t: Type) -> Value:
         return np.not_equal(x, 0)
     if np.asarray(x).dtype.kind == "f" and not t.is_float:
         x = np.where(np.isnan(x), 0, x)
-    with np.errstate(invalid="ignore"):
-        return np.asarray(x).astype(t.numpy)[()]
+    return np.asarray(x).astype(t.numpy)[()]
 
 
 def _floor_div(x: Value, y: Value) -> Value:
