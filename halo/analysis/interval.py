@@ -20,7 +20,8 @@ How each node is bounded:
     scope (a specialization's), the select of their bounds. Comparisons and logical
     ops: [false, true] unless constant.
   * Cast: the endpoints cast when that is monotonic and exact (widening, to float, or a
-    range provably representable in the target), else the target type's range.
+    range provably representable in the target), else the target type's range. A float
+    that may be NaN cast to an integer also takes 0 (NaN casts to 0).
   * Func/input Calls and Loads: their type's range if 16 bits or fewer, else unbounded
     (so `hist[inp[r]]` with a uint8 `inp` is bounded by [0, 255]). Math calls: floor,
     ceil, round, exp, log, sqrt, tanh endpoint-wise, sin and cos in [-1, 1], abs by sign.
@@ -104,6 +105,16 @@ def _const_value(e: n.Expr | None) -> int | float | None:
 def depends_on_scope(e: n.Expr, scope: Mapping[str, Interval]) -> bool:
     """Whether `e` reads a variable that `scope` bounds (one that varies in the walk)."""
     return any(v in scope for v in free_vars(e))
+
+
+def _may_be_nan(e: n.Expr) -> bool:
+    """Whether float `e` may be NaN: anything but a constant or a converted integer."""
+    match e:
+        case n.Const(value=value):
+            return value != value
+        case n.Cast(value=value):
+            return value.type.is_float
+    return True
 
 
 class IntervalAnalysis:
@@ -329,6 +340,9 @@ class IntervalAnalysis:
         high_ok = source.max_value() <= t.max_value() or (
             a.max is not None and self._proves(n.LE(a.max, highest)))
         if a.is_bounded and low_ok and high_ok:
+            if source.is_float and _may_be_nan(e.value):  # NaN casts to 0 (nodes.py)
+                zero = n.const(0, source)
+                return self._simplified(cast(n.Min(a.min, zero)), cast(n.Max(a.max, zero)))
             return self._simplified(cast(a.min), cast(a.max))
         return type_range(t)
 

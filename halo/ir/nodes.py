@@ -14,10 +14,14 @@ Semantics (what every backend and the reference interpreter agree on):
   by default; `Target(strict_float=True)` rounds every operation as NumPy does.
 * Comparisons give `bool`. `And`, `Or`, `Xor`, `Not` are logical on `bool` and bitwise
   on integers.
-* `Cast` float -> int truncates toward zero (out-of-range values are undefined);
+* `Cast` float -> int truncates toward zero and gives 0 for NaN (other out-of-range
+  values, infinities included, are undefined);
   int -> narrower int wraps; bool -> number gives 0 or 1; number -> bool is `!= 0`.
 * `Select` evaluates both branches (they must be free of side effects and safe to
-  evaluate); `Min`/`Max` on floats follow `np.minimum`/`np.maximum` for non-NaN values.
+  evaluate).
+* `Min`/`Max` on floats are `np.minimum`/`np.maximum`: NaN if either operand is NaN
+  (so `clamp(nan, lo, hi)` and the reductions `maximum`/`minimum` over a NaN are NaN);
+  which zero `min(-0.0, 0.0)` gives is unspecified.
 * Math `Call`s (`sqrt`, `exp`, `log`, `pow`, `sin`, `cos`, `tanh`, `floor`, `ceil`,
   `round` (half to even), `abs`) take and give floats, except `abs` which is also
   defined on integers.

@@ -57,10 +57,10 @@ def product(e: object) -> Expr:
 
 
 def maximum(e: object) -> Expr:
-    """The largest value of `e` over its RDom."""
+    """The largest value of `e` over its RDom (NaN if any value is NaN, as `np.max`)."""
     return _reduce("maximum", e, lambda t: t.min_value(), max_)
 
 
 def minimum(e: object) -> Expr:
-    """The smallest value of `e` over its RDom."""
+    """The smallest value of `e` over its RDom (NaN if any value is NaN, as `np.min`)."""
     return _reduce("minimum", e, lambda t: t.max_value(), min_)

@@ -9,6 +9,10 @@ and fuses of reduction loops, outermost first) and one of them, `p`, rfactor(p, 
 
 Each value of `v` accumulates its share of the domain into its own slice of `intm`, so
 the intermediate's pure loop `v` runs in parallel; the merge then combines the slices.
+The reduction variables may index the left side (`g[r.x, r.y] += 1`, factored along r.x:
+`intm[u, u, r.y] += 1`): each slice is written where f would be for that value of p, and
+holds the identity elsewhere, so the merge gives f's result (the slice's loop `u` is one
+loop however many dimensions it indexes).
 This is only the same result when `op` is associative, so the update must be one of
 the forms `halo.schedule.rfactor.recognize` accepts (`e` free of f); anything else is
 refused. Loops made by split (guarded where the factor doesn't divide) and fuse become

@@ -30,7 +30,8 @@ Func that can slide has its produce wrapped in the shrunk let, and
 
 Sliding is refused (the Func is recomputed, as before, which is always correct) when:
 a loop between the storage and compute levels is parallel or vectorized; the Func has
-update definitions or a `round_up` split (which writes past the region it is given);
+update definitions or a `round_up` split, in its schedule or any specialization's (which
+writes past the region it is given: storage folded to the region would lose values);
 no loop has exactly one dimension of the region depending on it, monotonically in both
 ends; the loops inside `L` (down to the compute level) have bounds that depend on `L`;
 the sliding dimension depends on those inner loops; or a condition between `L` and the
@@ -73,8 +74,8 @@ def _may_slide(name: str, ctx: LowerContext) -> bool:
     f = ctx.env.funcs[name]
     if len(f.definitions) != 1:
         return False
-    splits = [t for t in f.schedule.stages[0].transforms if isinstance(t, Split)]
-    return not any(t.tail is TailStrategy.ROUND_UP for t in splits)
+    return not any(isinstance(t, Split) and t.tail is TailStrategy.ROUND_UP
+                   for sched in f.schedule.stages[0].variants() for t in sched.transforms)
 
 
 class _Slider:

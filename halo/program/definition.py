@@ -23,9 +23,12 @@ class Definition:
     deps: frozenset
 
     def pure_var_names(self) -> list[str]:
-        """The pure Vars that index this definition directly, outermost first."""
+        """The pure Vars that index this definition directly, outermost first, each once
+        (rfactor's intermediate may write a pure Var at a second dimension too:
+        `intm[u, u, r.y]` when the factored reduction variable indexes the left side)."""
         provided = provided_names(self.deps)
-        return [a.name for a in self.args if isinstance(a, n.Var) and a.name not in provided]
+        return list(dict.fromkeys(a.name for a in self.args
+                                  if isinstance(a, n.Var) and a.name not in provided))
 
 
 def provided_names(deps: Iterable[object]) -> set[str]:

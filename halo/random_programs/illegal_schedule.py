@@ -10,6 +10,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from halo.ir import nodes as n
+from halo.ir.substitute import var_names
+from halo.ir.visitor import walk
 from halo.random_programs.pipeline_spec import BuiltPipeline, RandomPipeline
 from halo.random_programs.random_schedule import (
     Drawer,
@@ -121,11 +124,22 @@ def _races_permitted(d, ref: StageRef) -> bool:
     return record.atomic or record.allow_races
 
 
+def _scatters(d, ref: StageRef) -> bool:
+    """Whether the update's left side indexes its reduction variables directly (a
+    scatter, `s[r.y, r.x // 2] += ...`): the race check may then prove that a reduction
+    loop's iterations write different points, which makes running it in parallel legal."""
+    definition = d.built.funcs[ref.func].definitions[ref.stage]
+    rvars = {rv.name for rv in definition.rdom.rvars} if definition.rdom else set()
+    return any(var_names(a) & rvars and not any(isinstance(c, n.Call) for c in walk(a))
+               for a in definition.args)
+
+
 def parallel_rvar(d, placer, rng):
     candidates = [(StageRef(s.name, k), x.name) for s in d.pipeline.stages
                   if placer.placement(s.name) != "inline"
                   for k in range(1, len(d.built.funcs[s.name].definitions))
                   if not _races_permitted(d, StageRef(s.name, k))
+                  and not _scatters(d, StageRef(s.name, k))
                   for x in _dims(d, StageRef(s.name, k)) if not x.pure]
     if not candidates:
         return None

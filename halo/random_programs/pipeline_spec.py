@@ -17,10 +17,17 @@ from halo.random_programs.random_values import Value
 DIMS = {1: ("x",), 2: ("y", "x"), 3: ("c", "y", "x")}
 
 
+SPECIAL_FLOATS = (np.nan, np.inf, -np.inf)
+SPECIAL_ARRAYS = 0.25   # the fraction of float32 arrays with some NaN and infinities in them
+SPECIAL_POINTS = 0.1    # and the fraction of their points that are
+
+
 @dataclass(frozen=True)
 class InputSpec:
     """An ImageParam and the arrays drawn for it: integers in [lo, hi] (float32:
-    multiples of 2**-frac in [lo, hi])."""
+    multiples of 2**-frac in [lo, hi], and, in some arrays if `specials`, NaN and +-inf at
+    some points: values outside [lo, hi], which NaN-propagating min/max, clamps and
+    the NaN -> 0 cast to integers carry through every stage kind)."""
     name: str
     dtype: str
     shape: tuple[int, ...]
@@ -31,10 +38,14 @@ class InputSpec:
     def value(self) -> Value:
         return Value(self.name, self.dtype, self.lo, self.hi, 0.0, self.frac)
 
-    def draw(self, rng: np.random.Generator) -> np.ndarray:
+    def draw(self, rng: np.random.Generator, specials: bool = True) -> np.ndarray:
         scale = 2**self.frac
         ints = rng.integers(int(self.lo * scale), int(self.hi * scale) + 1, self.shape)
-        return (ints / scale).astype(self.dtype)
+        values = (ints / scale).astype(self.dtype)
+        if specials and self.dtype == "float32" and rng.random() < SPECIAL_ARRAYS:
+            where = rng.random(self.shape) < SPECIAL_POINTS
+            values[where] = rng.choice(SPECIAL_FLOATS, int(where.sum()))
+        return values
 
 
 @dataclass(frozen=True)
@@ -108,10 +119,12 @@ class RandomPipeline:
         params = {i.name: namespace[i.name] for i in self.inputs}
         return BuiltPipeline(funcs, params, funcs[self.output.name])
 
-    def make_inputs(self, seed: int | None = None) -> dict[str, np.ndarray]:
-        """Input arrays by ImageParam name, drawn deterministically from `seed`."""
+    def make_inputs(self, seed: int | None = None,
+                    specials: bool = True) -> dict[str, np.ndarray]:
+        """Input arrays by ImageParam name, drawn deterministically from `seed` (without
+        NaN and infinities if not `specials`)."""
         rng = np.random.default_rng(self.seed if seed is None else seed)
-        return {i.name: i.draw(rng) for i in self.inputs}
+        return {i.name: i.draw(rng, specials) for i in self.inputs}
 
     def truncated(self, name: str) -> RandomPipeline:
         """The pipeline whose output is stage `name`: it and what it reads."""

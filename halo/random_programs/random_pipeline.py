@@ -20,8 +20,9 @@ from halo.random_programs.random_stages import STAGE_KINDS, Drawing
 
 MIN_STAGES, MAX_STAGES = 2, 15
 # Kinds that make poor outputs: an input behind a boundary condition is no computation,
-# and updates that write a fixed region (histograms, scans) may write outside the output.
-NOT_OUTPUTS = ("boundary_input", "histogram", "scan")
+# and updates that write a fixed region (histograms, scans, scatters) may write outside
+# the output.
+NOT_OUTPUTS = ("boundary_input", "histogram", "scan", "scatter")
 
 
 def random_pipeline(seed: int, max_stages: int = MAX_STAGES) -> RandomPipeline:

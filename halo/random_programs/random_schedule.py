@@ -443,9 +443,10 @@ CACHE_WRITE_RATE = 0.1
 CACHE_READ_RATE = 0.1
 RFACTOR_RATE = 0.3
 ATOMIC_RATE = 0.3
-# Stage kinds whose update is `f[..] += e` with e free of f: rfactor and atomic apply.
+# Stage kinds whose update is `f[..] += e` with e free of f: rfactor and atomic apply
+# (scatters: at points the reduction variables index).
 ASSOCIATIVE_UPDATES = ("stencil_rdom", "conv", "matmul")
-SCATTER_UPDATES = ("histogram",)
+SCATTER_UPDATES = ("histogram", "scatter")
 
 
 @dataclass
@@ -513,8 +514,8 @@ def draw_update_permission(drawer: Drawer, st: StageState, rng: random.Random) -
 def draw_rfactor(drawer: Drawer, st: StageState, rng: random.Random) -> str | None:
     """rfactor of an associative update (splitting a lone reduction loop first); returns
     the intermediate's name (placed by `place_rfactor` once the merge is scheduled)."""
-    if st.stage != 1 or _kind(drawer, st.func.name) not in ASSOCIATIVE_UPDATES or \
-            rng.random() >= RFACTOR_RATE:
+    if st.stage != 1 or _kind(drawer, st.func.name) not in ASSOCIATIVE_UPDATES + \
+            SCATTER_UPDATES or rng.random() >= RFACTOR_RATE:
         return None
     impure = [d for d in st.dims if not d.pure]
     if len(impure) == 1:

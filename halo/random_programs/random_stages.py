@@ -464,6 +464,26 @@ def histogram(d: Drawing) -> StageSpec | None:
     return d.add("histogram", ndim, value, lines, [p.name], name)
 
 
+def scatter(d: Drawing) -> StageSpec | None:
+    """An update whose left side is indexed by its reduction variables: a region of a
+    stage added up at transposed or folded points (`s[r.y, r.x // 2] += p[r.x, r.y]`),
+    sometimes over a triangle of the region."""
+    p = d.producer()
+    h, w = d.size(12), d.size(12)
+    r, name = d.fresh("r"), d.fresh("s")
+    dtype = "float32" if p.value.is_float else "int32"
+    # the left side, and how many points of the RDom it sends to one point at most
+    lhs, hits = d.choice(((f"{r}.y, {r}.x", 1), (f"{r}.x // 2, {r}.y", 2),
+                          (f"{r}.x, ({r}.x + {r}.y) % 3", -(-w // 3))))
+    term = _bounded_term(rv.cast(read(d, p, 2, f"{r}.x", f"{r}.y"), dtype), hits)
+    lines = [f'{r} = halo.RDom((0, {h}), (0, {w}), name="{r}")']
+    if d.rng.random() < 0.5:
+        lines.append(f"{r}.where({r}.y < {r}.x)")
+    lines += [f"{name}[y, x] = {rv.literal(dtype, 0)}", f"{name}[{lhs}] += {term.src}"]
+    return d.add("scatter", 2, _sum_value(name, term, hits, partial=True), lines, [p.name],
+                 name)
+
+
 def _int_index(d: Drawing, ndim: int) -> tuple[StageSpec, Value] | None:
     q = d.producer(exact=True)
     iv = rv.cast(read(d, q, ndim), "int32")
@@ -531,5 +551,5 @@ STAGE_KINDS = [
     (pointwise, 3.0), (math, 1.5), (stencil, 2.0), (stencil_rdom, 1.5), (conv, 1.0),
     (pool, 1.0), (resample, 1.0), (transpose, 0.7), (channel_mix, 1.0), (cast_stage, 1.0),
     (select_mask, 1.0), (boundary_func, 0.7), (scan, 1.0), (histogram, 0.8), (lut, 0.8),
-    (gather, 1.0), (matmul, 1.0),
+    (gather, 1.0), (matmul, 1.0), (scatter, 0.6),
 ]

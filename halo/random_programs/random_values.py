@@ -5,8 +5,9 @@ Every `Value` knows the interval its results lie in and, for float32, a bound on
 absolute rounding error any evaluation order can add (0 when every operation is exact:
 small dyadic rationals added, subtracted, compared). The builders keep programs inside
 what halo defines: int32 values stay within +-2**24 (signed overflow is unspecified),
-float values stay finite, and float results are only compared or cast to integers when
-they are exact, so a different (but legal) rounding can never flip a branch.
+float values stay finite (unless an input holds NaN or an infinity: those propagate the
+same way in every legal order), and float results are only compared or cast to integers
+when they are exact, so a different (but legal) rounding can never flip a branch.
 """
 from __future__ import annotations
 
@@ -99,7 +100,9 @@ def rounded(err: float, mag: float) -> float:
 
 def cast(v: Value, dtype: str, saturate: bool = True) -> Value | None:
     """`v` as `dtype`; None where that would not be well defined (an inexact float to an
-    integer, where a legal rounding difference could change the integer)."""
+    integer, where a legal rounding difference could change the integer). A float is
+    clamped to its own interval first, so an infinity (which inputs may hold outside
+    their interval) stays inside it; NaN casts to 0."""
     if v.dtype == dtype:
         return v
     if dtype == "float32":
@@ -108,9 +111,9 @@ def cast(v: Value, dtype: str, saturate: bool = True) -> Value | None:
     if v.is_float:
         if not v.exact:
             return None
-        lo, hi = max(v.lo, tlo), min(v.hi, thi)
-        src = f"halo.cast({dtype_src(dtype)}, halo.clamp({v.src}, {float(tlo)!r}, {float(thi)!r}))"
-        return Value(src, dtype, math.trunc(min(lo, hi)), math.trunc(max(lo, hi)))
+        lo, hi = min(max(v.lo, tlo), thi), max(min(v.hi, thi), tlo)
+        src = f"halo.cast({dtype_src(dtype)}, halo.clamp({v.src}, {float(lo)!r}, {float(hi)!r}))"
+        return Value(src, dtype, min(math.trunc(lo), 0), max(math.trunc(hi), 0))
     if v.lo >= tlo and v.hi <= thi:
         return Value(f"halo.cast({dtype_src(dtype)}, {v.src})", dtype, v.lo, v.hi)
     if saturate or dtype == "int32":

@@ -235,9 +235,10 @@ def _update_by_reduction(u: _Update, ranges: Sequence[tuple[int, int]], r: _Redu
         e = evaluate(r.e, b)
         mask = evaluate(u.predicate, b) if u.predicate is not None else True
         shape = np.broadcast_shapes(np.shape(e), np.shape(mask), _chunk_shape(rvars))
-        partial = r.reduce.reduce(np.broadcast_to(e, shape), axis=0, dtype=dtype,
-                                  where=mask, initial=identity)
-        r.combine(view, partial, out=view)
+        with np.errstate(all="ignore"):  # inf - inf is NaN silently, as in `evaluate`
+            partial = r.reduce.reduce(np.broadcast_to(e, shape), axis=0, dtype=dtype,
+                                      where=mask, initial=identity)
+            r.combine(view, partial, out=view)
 
 
 def _update_by_scatter(u: _Update, ranges: Sequence[tuple[int, int]], r: _Reduction) -> None:
@@ -257,7 +258,8 @@ def _update_by_scatter(u: _Update, ranges: Sequence[tuple[int, int]], r: _Reduct
         keep = np.broadcast_to(mask, shape)
         index = _checked_index(u.func.name, u.out.shape, u.mins,
                                [np.broadcast_to(c, shape)[keep] for c in coords])
-        r.combine.at(u.out, index, np.broadcast_to(e, shape)[keep])
+        with np.errstate(all="ignore"):
+            r.combine.at(u.out, index, np.broadcast_to(e, shape)[keep])
 
 
 def _update_by_steps(u: _Update, ranges: Sequence[tuple[int, int]]) -> None:
@@ -414,11 +416,13 @@ def _eval(e: n.Expr, b: Bindings) -> Value:
 
 
 def _cast(x: Value, t: Type) -> Value:
-    """float -> int truncates toward zero, int -> int wraps, bool -> 0/1, x -> bool is
-    x != 0 (NumPy's C casts, except for bool)."""
+    """float -> int truncates toward zero (NaN gives 0), int -> int wraps, bool -> 0/1,
+    x -> bool is x != 0 (NumPy's C casts, except for bool and NaN)."""
     if t.is_bool:
         return np.not_equal(x, 0)
-    return x.astype(t.numpy)
+    if np.asarray(x).dtype.kind == "f" and not t.is_float:
+        x = np.where(np.isnan(x), 0, x)
+    return np.asarray(x).astype(t.numpy)[()]
 
 
 def _floor_div(x: Value, y: Value) -> Value:

@@ -24,6 +24,17 @@ from halo.ir.visitor import walk
 from halo.program import Definition
 from halo.schedule.records import StageSchedule
 
+
+def _select_min(acc: n.Expr, e: n.Expr) -> n.Expr:
+    """`e < acc ? e : acc`: a minimum that never picks a NaN `e` (unlike Min)."""
+    return n.Select(n.LT(e, acc), e, acc)
+
+
+def _select_max(acc: n.Expr, e: n.Expr) -> n.Expr:
+    """`acc < e ? e : acc`: a maximum that never picks a NaN `e` (unlike Max)."""
+    return n.Select(n.LT(acc, e), e, acc)
+
+
 # the update's form -> (how intm accumulates e, how the merge adds a slice, identity)
 OPERATORS = {
     "sum": (n.Add, n.Add, lambda t: 0),
@@ -31,14 +42,17 @@ OPERATORS = {
     "product": (n.Mul, n.Mul, lambda t: 1),
     "minimum": (n.Min, n.Min, lambda t: t.max_value()),
     "maximum": (n.Max, n.Max, lambda t: t.min_value()),
+    # a select on f < e skips NaN where Min/Max propagate it: it stays a select
+    "select minimum": (_select_min, _select_min, lambda t: t.max_value()),
+    "select maximum": (_select_max, _select_max, lambda t: t.min_value()),
     "bitwise and": (n.And, n.And, lambda t: -1),  # all ones (True for bool)
     "bitwise or": (n.Or, n.Or, lambda t: 0),
     "bitwise xor": (n.Xor, n.Xor, lambda t: 0),
 }
 
 LEGAL_FORMS = ("{f} = {f} + e, e + {f}, {f} - e, {f} * e, e * {f}, {f} & e, {f} | e, {f} ^ e, "
-                "min({f}, e), max({f}, e) (either order, or as a select on {f} < e), with e "
-                "free of {f}")
+                "min({f}, e), max({f}, e) (either order, or as a select on {f} < e that picks "
+                "e where it holds, select(e < {f}, e, {f})), with e free of {f}")
 
 
 def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr] | None:
@@ -72,8 +86,14 @@ def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr]
             return either(a, b, "bitwise xor")
         case n.Select(condition=n.LT(a=p, b=q) | n.LE(a=p, b=q), true_value=t,
                       false_value=e) if {p, q} == {t, e} and t != e:
-            # select(p < q, p, q) is min(p, q); select(p < q, q, p) is max(p, q)
-            return either(t, e, "minimum" if t == p else "maximum")
+            # select(p < q, p, q) is min(p, q); select(p < q, q, p) is max(p, q). Picking
+            # e where the comparison holds never picks a NaN e and keeps a NaN f: order
+            # free. Picking f there forgets a NaN f at the next e: only for integers.
+            minimum = t == p
+            if e == self_call and free(t):
+                return ("select minimum" if minimum else "select maximum"), t
+            if t == self_call and free(e) and not t.type.is_float:
+                return ("minimum" if minimum else "maximum"), e
     return None
 
 

@@ -85,7 +85,8 @@ class UpdateStage(Schedulable):
         form = recognize(self.func.name, self_call, d.value)
         if form is None:
             return False
-        return not d.value.type.is_float or form[0] in ("minimum", "maximum")
+        return not d.value.type.is_float or form[0] in ("minimum", "maximum",
+                                                         "select minimum", "select maximum")
 
     def atomic(self: U) -> U:
         """Let this update's reduction loops run in parallel, vectorized or reordered by

@@ -221,3 +221,54 @@ def test_fused_empty_reduction_stays_empty():
     data = np.arange(10, dtype=np.int32)
     assert int(f.realize((), inputs={inp: data, n: -3})) == 0
     assert int(f.realize((), inputs={inp: data, n: 3})) == 27
+
+
+@pytest.mark.parametrize("where", [False, True], ids=["square", "triangle"])
+@pytest.mark.parametrize("factored", ["x", "y", "split x"])
+def test_update_indexed_by_its_reduction_variables(where, factored):
+    """`g[r.x, r.y] += ...` writes a point per value of the factored variable: its slice
+    of the intermediate writes there too (`intm[u, u, r.y]`), once per point, and the
+    merge adds identity elsewhere."""
+    y, x_, u_ = halo.vars("y x_ u_")
+
+    def build():
+        g = halo.Func("g")
+        g[y, x_] = 0
+        r = halo.RDom((0, 4), (0, 4))
+        if where:
+            r.where(r.y < r.x)
+        g[r.x, r.y] += r.x * 10 + r.y + 1
+        return g, r
+
+    want = halo.reference(build()[0], (4, 5))
+    g, r = build()
+    stage = g.update(0)
+    if factored == "split x":
+        stage.split(r.x, ro, ri, 3).rfactor(ro, u_).compute_root().update(0).parallel(u_)
+    else:
+        stage.rfactor(getattr(r, factored), u_)
+    np.testing.assert_array_equal(g.realize((4, 5)), want)
+    np.testing.assert_array_equal(halo.reference(g, (4, 5)), want)
+
+
+def test_select_minimum_skips_nan_in_any_grouping():
+    """`select(e < f, e, f)` never picks a NaN e (unlike min): the intermediate and the
+    merge keep that form. The form that picks f where the comparison holds forgets a NaN
+    f at the next e, so on floats it depends on the order and is refused."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    data = np.array([3, np.nan, -1, 2, np.nan, 5, -4, 0], np.float32)
+
+    def build(pick_e: bool):
+        f = halo.Func("f")
+        r = halo.RDom((0, 8), name="r")
+        f[x] = halo.cast(halo.float32, np.inf)
+        e = inp[r.x]
+        f[x] = halo.select(e < f[x], e, f[x]) if pick_e else halo.select(f[x] < e, f[x], e)
+        return f, r
+
+    f, r = build(True)
+    f.update(0).split(r.x, ro, ri, 3).rfactor(ro, u)
+    np.testing.assert_array_equal(f.realize((1,), inputs={inp: data}), [-4.0])
+    g, r = build(False)
+    with pytest.raises(halo.ScheduleError, match="select"):
+        g.update(0).split(r.x, ro, ri, 3).rfactor(ro, u)

@@ -164,7 +164,8 @@ def test_atomic_order_dependent_update():
 def _legal_forms(name: str) -> str:
     return (f"{name} = {name} + e, e + {name}, {name} - e, {name} * e, e * {name}, "
             f"{name} & e, {name} | e, {name} ^ e, min({name}, e), max({name}, e) (either "
-            f"order, or as a select on {name} < e), with e free of {name}")
+            f"order, or as a select on {name} < e that picks e where it holds, "
+            f"select(e < {name}, e, {name})), with e free of {name}")
 
 
 def _not_associative(name: str, lhs: str, value: str) -> str:

@@ -63,8 +63,8 @@ def test_reference_of_random_pipelines_is_finite_and_in_range():
     for seed in range(40):
         p = random_pipeline(seed)
         built = p.build()
-        out = halo.reference(built.output, p.output_shape, inputs=p.make_inputs(),
-                             origin=p.output_origin)
+        out = halo.reference(built.output, p.output_shape,
+                             inputs=p.make_inputs(specials=False), origin=p.output_origin)
         v = p.output.value
         assert np.all(np.isfinite(out.astype(np.float64)))
         assert out.min() >= v.lo - 4 * v.err - 1e-3 and out.max() <= v.hi + 4 * v.err + 1e-3

@@ -96,6 +96,9 @@ def fold(e: n.Expr) -> n.Expr:
         match e:
             case n.Select(condition=cond):
                 return e.true_value if cond.value else e.false_value
+            case n.Cast(type=t, value=v) if v.type.is_float and not t.is_float \
+                    and np.isnan(v.value):
+                return n.const(0, t)  # NaN to an integer gives 0 (nodes.py)
             case n.Cast(type=t, value=v):
                 return n.const(_scalar(v).astype(t.numpy).item(), t)
             case n.Not(a=a) if a.type.is_bool:

@@ -13,6 +13,7 @@ those semantics meet LLVM's:
   multiply-add (the `contract` flag, which the code generator adds to float `+ - *`, as
   Halide and C compilers do by default); `Target(strict_float=True)` keeps every
   operation rounded separately, as NumPy does;
+* float min/max propagate NaN (np.minimum/np.maximum), and a NaN cast to an integer is 0;
 * `bool` behaves as an unsigned one-bit integer where ordering matters (False < True).
 
 Every operator takes the builder, the halo type of its operands and their LLVM values,
@@ -126,13 +127,42 @@ def _positive_constant(y: ir.Value) -> bool:
 
 
 def minimum(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
-    """x < y ? x : y, which is `np.minimum` on non-NaN floats."""
+    """`np.minimum`: the smaller operand; on floats NaN if either operand is NaN."""
+    if t.is_float:
+        return _nan_propagating(b, x, y, "<")
     return b.select(less_than(b, t, x, y), x, y)
 
 
 def maximum(b: ir.IRBuilder, t: Type, x: ir.Value, y: ir.Value) -> ir.Value:
-    """y < x ? x : y, which is `np.maximum` on non-NaN floats."""
+    """`np.maximum`: the larger operand; on floats NaN if either operand is NaN."""
+    if t.is_float:
+        return _nan_propagating(b, x, y, ">")
     return b.select(less_than(b, t, y, x), x, y)
+
+
+def _nan_propagating(b: ir.IRBuilder, x: ir.Value, y: ir.Value, better: str) -> ir.Value:
+    """min (`better` "<") or max (">") of floats, NaN if either is NaN.
+
+    `y better-than x ? y : x` keeps x when either is NaN (an ordered compare is false), and
+    is one x86 `minps`/`maxps` (which returns its second operand on NaN). When y is a
+    constant that isn't NaN (`max(v, 0.0)`, a clamp's bounds) that is all; otherwise a
+    NaN y is picked by one more compare and blend. (`llvm.minimum` also orders -0.0
+    below +0.0, which costs more on x86 and which halo doesn't promise.)"""
+    if _is_non_nan_constant(x) and not _is_non_nan_constant(y):
+        x, y = y, x
+    picked = b.select(b.fcmp_ordered(better, y, x), y, x)
+    if _is_non_nan_constant(y):
+        return picked
+    return b.select(b.fcmp_unordered("uno", y, y), y, picked)
+
+
+def _is_non_nan_constant(v: ir.Value) -> bool:
+    """Whether `v` is a float constant, or a vector of them, none NaN."""
+    if not isinstance(v, ir.Constant):
+        return False
+    lanes = v.constant if isinstance(v.constant, (list, tuple)) else [v]
+    return all(isinstance(c, ir.Constant) and isinstance(c.constant, float)
+               and c.constant == c.constant for c in lanes)
 
 
 # ------------------------------------------------------------------------ comparisons, logic
@@ -206,8 +236,10 @@ def cast(b: ir.IRBuilder, source: Type, target: Type, x: ir.Value) -> ir.Value:
         if source.bits == 64 and target.bits == 16:
             return _double_to_half(b, x)
         return b.fptrunc(x, to)
-    if source.is_float:
-        return b.fptosi(x, to) if target.is_int else b.fptoui(x, to)
+    if source.is_float:  # NaN gives 0 (fptosi/fptoui would give poison)
+        converted = b.fptosi(x, to) if target.is_int else b.fptoui(x, to)
+        return b.select(b.fcmp_unordered("uno", x, x), ir.Constant(converted.type, 0),
+                        converted)
     if target.is_float:
         return b.sitofp(x, to) if source.is_int else b.uitofp(x, to)
     if target.bits > source.bits:

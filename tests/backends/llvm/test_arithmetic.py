@@ -189,6 +189,21 @@ def test_float_comparison(elementwise, op, t):
     np.testing.assert_array_equal(elementwise(op, a, b), COMPARISONS[op](a, b))
 
 
+@pytest.mark.parametrize("t", FLOAT_TYPES, ids=str)
+@pytest.mark.parametrize("op", [Min, Max], ids=lambda op: op.__name__)
+def test_float_min_max_propagate_nan(elementwise, op, t):
+    """Min and Max are NumPy's np.minimum/np.maximum: NaN if either operand is NaN, in
+    either position, also against a constant (which takes a cheaper path)."""
+    a, b = float_operands(t, with_nan=True)
+    expected = FLOAT_SEMANTICS[op](a, b)
+    np.testing.assert_array_equal(elementwise(op, a, b), expected)
+    for c in (0.5, -np.inf, np.nan):
+        constant = const(float(c), t)
+        want = FLOAT_SEMANTICS[op](a, t.numpy.type(c))
+        np.testing.assert_array_equal(elementwise(lambda x, k=constant: op(x, k), a), want)
+        np.testing.assert_array_equal(elementwise(lambda x, k=constant: op(k, x), a), want)
+
+
 @pytest.mark.parametrize("t", [int16, uint8, float32], ids=str)
 def test_select(elementwise, t):
     """Select picks its true value where the condition holds, its false value elsewhere."""
