@@ -20,7 +20,9 @@ How each node is bounded:
     scope (a specialization's), the select of their bounds. Comparisons and logical
     ops: [false, true] unless constant.
   * Cast: the endpoints cast when that is monotonic and exact (widening, to float, or a
-    range provably representable in the target), else the target type's range.
+    range provably representable in the target), or monotonic where defined (float to
+    int32/int64, undefined out of range as int32 overflow is); else the target type's
+    range if 16 bits or fewer, unbounded otherwise.
   * Func/input Calls and Loads: their type's range if 16 bits or fewer, else unbounded
     (so `hist[inp[r]]` with a uint8 `inp` is bounded by [0, 255]). Math calls: floor,
     ceil, round, exp, log, sqrt, tanh endpoint-wise, sin and cos in [-1, 1], abs by sign.
@@ -330,7 +332,17 @@ class IntervalAnalysis:
             a.max is not None and self._proves(n.LE(a.max, highest)))
         if a.is_bounded and low_ok and high_ok:
             return self._simplified(cast(a.min), cast(a.max))
-        return type_range(t)
+        if source.is_float and no_overflow(t):
+            # Truncation is monotonic wherever it is defined: a float outside t's range
+            # converts to an undefined value, assumed away for a symbolic bound as int32
+            # overflow is (`int32(floor(y * 0.5))` is bounded); a constant one outside
+            # the range leaves that side unbounded.
+            def end(x: n.Expr | None, ok: bool) -> n.Expr | None:
+                return None if x is None or (isinstance(x, n.Const) and not ok) else cast(x)
+            return self._simplified(end(a.min, low_ok), end(a.max, high_ok))
+        # A 32-bit range bounds no index usefully: such a cast is unbounded (bounds
+        # inference then asks for a clamp instead of allocating 2**32 points).
+        return type_range(t) if _is_narrow(t) else Interval.everything()
 
     def _math(self, e: n.Call, name: str, kids: list[Interval]) -> Interval:
         t = e.type
