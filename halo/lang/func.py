@@ -271,20 +271,20 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
         stage_pure: list[str] = []
         inside: set[str] = set()
         for i, a in enumerate(args):
-            if isinstance(a.node, n.Var) and a.node.name not in provided:
-                if a.node.name != pure_names[i]:
-                    raise DefinitionError(
-                        f"{lhs} = ...: pure Var {a.node.name} must index the same dimension "
-                        f"as in the pure definition ({self.name}"
-                        f"[{', '.join(pure_names)}])")
+            if isinstance(a.node, n.Var) and a.node.name == pure_names[i]:
                 stage_pure.append(a.node.name)
+            elif isinstance(a.node, n.Var) and a.node.name not in provided | set(pure_names):
+                raise DefinitionError(
+                    f"{lhs} = ...: pure Var {a.node.name} must index the same dimension "
+                    f"as in the pure definition ({self.name}[{', '.join(pure_names)}])")
             else:
                 inside |= var_names(a.node) - provided
         if inside - set(stage_pure):
             raise DefinitionError(
                 f"{lhs} = ...: pure Var(s) {', '.join(sorted(inside - set(stage_pure)))} are "
                 "used on the left side without indexing their own dimension; a pure Var of an "
-                "update must appear alone in its dimension (so its points are independent)")
+                "update must appear alone in its dimension (so its points are independent), "
+                f"and may index other dimensions too ({self.name}[x, x] = ...)")
         predicate = rdom.predicate.node if rdom is not None and rdom.predicate is not None \
             else n.const(True, bool_)
         free = (var_names(e.node) | var_names(predicate)) - provided - set(stage_pure)
@@ -292,7 +292,8 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
             raise DefinitionError(f"{lhs} = ...: the right side uses Var(s) "
                                   f"{', '.join(sorted(free))} that are not on the left side")
         self._check_self_calls(lhs, e.node, stage_pure)
-        definition = Definition(tuple(a.node for a in args), e.node, rdom, deps)
+        definition = Definition(tuple(a.node for a in args), e.node, rdom, deps,
+                                tuple(stage_pure))
         self._updates.append(definition)
         note_reads(self, definition)
         dims = [Dim(nm) for nm in pure_names if nm in stage_pure]

@@ -210,7 +210,8 @@ def test_pure_var_misplaced_in_update():
     """A pure Var must index its own dimension in an update."""
     f = halo.Func("f")
     f[y, x] = 0
-    with raises(halo.DefinitionError, "pure Var x must index the same dimension"):
+    with raises(halo.DefinitionError, "pure Var(s) x, y are used on the left side without "
+                "indexing their own dimension", "f[x, x] = ..."):
         f[x, y] = f[y, x] + 1
 
 

@@ -182,7 +182,8 @@ def _self_reference_before_definition():
     (_repeated_var, "each Var may appear once"),
     (_expression_on_pure_left_side, "must be pure, indexed by distinct Vars"),
     (_free_var_on_right_side, "uses Var\\(s\\) y that are not on the left side"),
-    (_pure_var_in_another_dimension, "must index the same dimension"),
+    (_pure_var_in_another_dimension, "x, y are used on the left side without indexing "
+                                     "their own dimension"),
     (_pure_var_inside_an_index_expression, "without indexing their own dimension"),
     (_update_reads_a_shifted_pure_var, "must appear unchanged in dimension 0"),
     (_rdom_in_pure_definition, "can't use the reduction variables"),
