@@ -85,14 +85,14 @@ def test_mul() -> None:
 
 
 def test_div() -> None:
-    """Floor division by a constant is sign-aware; by a variable only when its sign is
-    known."""
+    """Floor division by a constant is sign-aware; by a variable of known sign, the
+    endpoint quotients; else within [-|x|, |x|]."""
     assert bounds(n.Div(x, c(2)), x=iv(-7, 7)) == "[-4, 3]"
     assert bounds(n.Div(x, c(-2)), x=iv(-7, 7)) == "[-4, 3]"
     assert bounds(n.Div(x, c(0)), x=iv(-7, 7)) == "[0, 0]"
     assert bounds(n.Div(x, c(4)), x=Interval(m, None)) == "[m // 4, None]"
     assert bounds(n.Div(x, y), x=iv(-100, 100), y=iv(1, 10)) == "[-100, 100]"
-    assert bounds(n.Div(x, y), x=iv(0, 100), y=iv(-1, 1)) == "[None, None]"
+    assert bounds(n.Div(x, y), x=iv(0, 100), y=iv(-1, 1)) == "[-100, 100]"
     assert bounds(n.Div(f, c(2.0, float32)), f=iv(1.0, 3.0, float32)) == "[0.5, 1.5]"
 
 
@@ -214,3 +214,13 @@ def test_loop_relaxation_example() -> None:
     scope = {"x": Interval(m, n.Sub(n.Add(m, e), c(1)))}
     assert shown(bounds_of_expr(n.Sub(x, c(1)), scope)) == "[m - 1, e + m - 2]"
     assert shown(bounds_of_expr(n.Add(x, c(1)), scope)) == "[m + 1, e + m]"
+
+
+def test_division_by_a_divisor_of_unknown_value() -> None:
+    """An integer divided by a value >= 0 (an array's extent) keeps its sign and shrinks
+    (x // 0 == 0); by any value, it stays within [-|a|, |a|] (issue 12)."""
+    extent = n.Var("inp.extent.0")
+    assert bounds(n.Div(x, extent), x=iv(0, 9)) == "[0, 9]"
+    assert bounds(n.Div(x, n.Add(extent, c(2))), x=iv(-4, 9)) == "[-4, 9]"
+    assert bounds(n.Div(x, y), x=iv(-4, 9)) == "[-9, 9]"
+    assert bounds(n.Div(x, y), x=iv(None, 9)) == "[None, None]"

@@ -57,3 +57,17 @@ def test_an_update_may_use_a_pure_var_in_another_dimension(schedule: bool) -> No
     got = assert_matches_reference(_reduction_chain(schedule), (10, 10))
     diagonal = np.arange(10)
     assert got[diagonal, diagonal].tolist() == [6 - 3 * i for i in range(10)]  # g: 2 - i
+
+
+@pytest.mark.parametrize("hard", [3, 0])
+def test_a_scatter_index_divided_by_an_input_extent_is_bounded(hard: int) -> None:
+    """A scatter index divided by a run-time value known >= 0 (an extent) was refused as
+    unbounded; x // 0 == 0, so an empty input sends every point to 0."""
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    f = halo.Func("f")
+    f[y, x] = 0
+    r = halo.RDom((0, 10))
+    f[r.x // inp.shape[0], x] += 1
+    got = assert_matches_reference(f, (10, 2), inputs={inp: np.zeros(hard, np.int32)})
+    assert got[:, 0].tolist() == np.bincount(np.arange(10) // max(hard, 1) * (hard > 0),
+                                             minlength=10).tolist()
