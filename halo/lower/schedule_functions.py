@@ -343,8 +343,17 @@ def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str 
                 f"all of its schedules have loop '{level.var}' (from the same splits); "
                 f"{name} must be placed at a loop every branch has, or at root. The loops "
                 f"all of them share are: {', '.join(names) or '(none)'}")
-        raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} has no loop "
-                            f"named '{level.var}'; its loops are, outermost first: "
+        definitions = ctx.env.funcs[consumer].definitions
+        stages = sorted((k for k in range(len(definitions))
+                         if level.var in ctx.loop_names.get((consumer, k), ())),
+                        key=lambda k: name not in {getattr(d, "name", None)
+                                                   for d in definitions[k].deps})
+        where = "".join(
+            f"; loop '{level.var}' is in {stage_label(consumer, k)}: write "
+            f"{name}.{call}({stage_label(consumer, k)}, {level.var})" for k in stages[:1])
+        raise ScheduleError(f"{name}.{call}({stage_label(consumer, stage)}, {level.var}): "
+                            f"{stage_label(consumer, stage)} has no loop named "
+                            f"'{level.var}'{where}; its loops are, outermost first: "
                             f"{', '.join(names)}")
     return names[level.var]
 

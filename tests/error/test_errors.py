@@ -351,3 +351,20 @@ def test_a_verb_that_splits_names_the_call_the_user_made(call, shown):
     with pytest.raises(halo.ScheduleError) as error:
         call(f, x)
     assert str(error.value).startswith(shown), str(error.value)
+
+
+def test_compute_at_a_loop_of_an_update_names_the_stage():
+    """A loop of an update stage, named at the Func, said only "f has no loop named
+    'r.x'; its loops are: x" (Halide's users name the Func): say which stage has it."""
+    f, g = halo.Func("f"), halo.Func("g")
+    f[x] = x
+    r = halo.RDom((0, 4), name="r2")
+    f[r.x] += 1
+    g[x] = x * 2
+    f[r.x] += g[r.x]
+    g.compute_at(f, r.x)
+    with raises(halo.ScheduleError, "g.compute_at(f, r2.x): f has no loop named 'r2.x'",
+                "loop 'r2.x' is in f.update(1): write g.compute_at(f.update(1), r2.x)"):
+        f.realize((4,))
+    g.compute_at(f.update(1), r.x)
+    assert f.realize((4,)).tolist() == [1, 4, 7, 10]
