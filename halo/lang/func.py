@@ -136,6 +136,9 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
         self._pure: Definition | None = None
         self._updates: list[Definition] = []
         self._args: tuple[Var, ...] = ()
+        # The first other Func defined from this one: no definition of this one may follow
+        # (that Func would read it too).
+        self._used_by: str | None = None
         self.schedule = FuncSchedule()
 
     __hash__ = object.__hash__
@@ -198,6 +201,12 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
 
     def __setitem__(self, key: object, value: object) -> None:
         args = _index(self.name, key, None)
+        if self._used_by is not None and self._pure is not None:
+            lhs = f"{self.name}[{', '.join(expr_to_str(a.node) for a in args)}]"
+            raise DefinitionError(
+                f"{lhs} = ...: {self.name} is already used by {self._used_by}, which would "
+                f"read this definition too; give {self.name} all its definitions before "
+                f"using it, or define a new Func ({self.name}2 = halo.Func(...))")
         if isinstance(value, _Update):
             if value.ref.func is not self:
                 raise DefinitionError(f"{self.name}[...] += ...: the target must be "
@@ -209,6 +218,9 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
             self._define_pure(args, value)
         else:
             self._define_update(args, value)
+        for d in self.definitions[-1].deps:
+            if isinstance(d, Func) and d is not self and d._used_by is None:
+                d._used_by = self.name
 
     def _define_identity(self, args: tuple[Expr, ...], op: type, t: Type) -> None:
         """`f[...] += e` on an undefined f: f starts as 0 (1 for `*=`) everywhere, with
