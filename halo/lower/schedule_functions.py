@@ -169,6 +169,7 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
         lo, extent = ranges[d.name]
         body = n.For(var, lo, extent, d.kind, body)
         ctx.loop_labels[var] = f"{stage_label(func, k)} loop {d.name}"
+        ctx.loop_owners[var] = (func, stage_label(func, k), d.name)
     ctx.loop_names[(func, k)] = ir_name
     return body, short
 

@@ -128,20 +128,33 @@ def test_schedule_on_inlined_func():
 
 
 def test_vectorize_non_constant_extent():
-    """vectorize needs a constant extent and suggests a split."""
+    """vectorize needs a constant extent and suggests a split or a bound, naming the call;
+    the traceback ends at the user's call (it was 19-38 frames inside IR visitors)."""
     inp, g, f = two_stage()
     f.vectorize(x)
-    with raises(halo.ScheduleError, "vectorize: f loop x has extent", "not a constant",
-                "vectorize(var, 8)"):
+    with raises(halo.ScheduleError, "f.vectorize(x): loop x of f has extent", "not a constant",
+                "f.vectorize(x, 8) splits it by 8 first", "f.bound(x, 0, 640)"):
         f.realize((2, 2), inputs={inp: np.zeros((2, 2), np.float32)})
+    with pytest.raises(halo.ScheduleError) as info:
+        f.realize((2, 2), inputs={inp: np.zeros((2, 2), np.float32)})
+    frames = [str(entry.path) for entry in info.traceback]
+    assert len(frames) <= 4 and frames[0] == __file__, frames
 
 
 def test_unroll_non_constant_extent():
-    """unroll needs a constant extent."""
+    """unroll needs a constant extent; an update's loop is named by its stage."""
     inp, g, f = two_stage()
     f.unroll(y)
-    with raises(halo.ScheduleError, "unroll: f loop y has extent", "not a constant"):
+    with raises(halo.ScheduleError, "f.unroll(y): loop y of f has extent", "not a constant"):
         f.realize((2, 2), inputs={inp: np.zeros((2, 2), np.float32)})
+    h = halo.Func("h")
+    h[x] = x
+    r = halo.RDom((0, inp.shape[0]), name="r")
+    h[x] += r.x
+    h.update(0).unroll(r.x)
+    with raises(halo.ScheduleError, "h.update(0).unroll(r.x): loop r.x of h.update(0) has "
+                "extent", "h.update(0).unroll(r.x, 8)"):
+        h.realize((2,), inputs={inp: np.zeros((2, 2), np.float32)})
 
 
 def test_parallel_rvar_race():
