@@ -140,11 +140,13 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
 
     lets: list[_Let] = []
     short: list[n.Expr] = []
+    made = set(ir_name.values())  # every IR name of this stage (a loop name may be reused)
     for t in sched.transforms:  # (a Reorder only moved loops: sched.dims has the result)
         if isinstance(t, Split):
             lets.append(_split_let(t, ir_name, ranges[t.old], k, short, whole_tiles))
         elif isinstance(t, Fuse):
-            lets += _fuse_lets(t, prefix, ir_name, ranges[t.outer], ranges[t.inner])
+            lets += _fuse_lets(t, prefix, ir_name, ranges[t.outer], ranges[t.inner], made)
+        made |= set(ir_name.values())
         ranges = ranges_after(t, ranges)
     lets = _drop_broken_promises(lets)
 
@@ -260,11 +262,12 @@ def _split_let(t: Split, ir_name: dict[str, str], old_range: LoopRange, k: int,
 
 
 def _fuse_lets(t: Fuse, prefix: str, ir_name: dict[str, str], outer_range: LoopRange,
-               inner_range: LoopRange) -> list[_Let]:
+               inner_range: LoopRange, made: set[str]) -> list[_Let]:
     """The lets that rebuild the variables fused by `t` from the fused loop, which it
-    names in `ir_name`."""
+    names in `ir_name` (apart from the IR names `made` before: `fuse(yo, xo, y)` after
+    y was split names a new loop y)."""
     outer, inner = ir_name.pop(t.outer), ir_name.pop(t.inner)
-    fused = prefix + t.fused
+    fused = prefix + t.fused if prefix + t.fused not in made else f"{outer}.{t.fused}"
     ir_name[t.fused] = fused
     outer_value, inner_value = fused_values(n.Var(fused), outer_range, inner_range)
     # Both results are in range by construction; the promises show bounds inference the

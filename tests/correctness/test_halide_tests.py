@@ -71,3 +71,17 @@ def test_a_scatter_index_divided_by_an_input_extent_is_bounded(hard: int) -> Non
     got = assert_matches_reference(f, (10, 2), inputs={inp: np.zeros(hard, np.int32)})
     assert got[:, 0].tolist() == np.bincount(np.arange(10) // max(hard, 1) * (hard > 0),
                                              minlength=10).tolist()
+
+
+@pytest.mark.parametrize("schedule", ["tile_into_the_old_names", "fuse_into_a_split_name"])
+def test_loop_names_a_schedule_consumed_may_be_reused(schedule: str) -> None:
+    """f.tile(j, i, jo, io, j, i, 8, 8) and fuse(yo, xo, y) after a tile, common in
+    Halide's schedules, were refused as reusing a name."""
+    i, j, io, jo, ii, ji = halo.vars("i j io jo ii ji")
+    f = halo.Func("f")
+    f[i, j] = i * 100 + j
+    if schedule == "tile_into_the_old_names":
+        f.tile(i, j, io, jo, i, j, 8, 8).vectorize(j)
+    else:
+        f.tile(i, j, io, jo, ii, ji, 8, 8).fuse(io, jo, i).parallel(i)
+    assert_matches_reference(f, (20, 19))

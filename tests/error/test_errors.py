@@ -42,10 +42,14 @@ def test_split_unknown_loop():
 
 
 def test_split_reuses_a_name():
-    """A new loop name must be fresh."""
+    """A new loop name may not be a loop the stage has now (other than the one split)."""
     _, _, f = two_stage()
-    with raises(halo.ScheduleError, "f.split(x, xo, y, 4)", "'y' is already used"):
+    with raises(halo.ScheduleError, "f.split(x, xo, y, 4)", "'y' is already a loop of "
+                "this stage"):
         f.split(x, xo, y, 4)
+    f.split(x, xo, x, 4).fuse(xo, x, xo)  # names the split consumed come back, as Halide's
+    with raises(halo.ScheduleError, "f.split(xo, xo, y, 2)", "'y' is already a loop"):
+        f.split(xo, xo, y, 2)
 
 
 def test_split_bad_factor_and_tail():
