@@ -85,3 +85,26 @@ def test_loop_names_a_schedule_consumed_may_be_reused(schedule: str) -> None:
     else:
         f.tile(i, j, io, jo, ii, ji, 8, 8).fuse(io, jo, i).parallel(i)
     assert_matches_reference(f, (20, 19))
+
+
+def _sliding_chain(offsets: tuple[int, int]) -> halo.Func:
+    f, g, h = halo.Func("f"), halo.Func("g"), halo.Func("h")
+    f[x] = x * x
+    g[x] = f[x + offsets[0]] + f[x + offsets[1]]
+    h[x] = g[x] + g[x - 1]
+    f.store_root().compute_at(g, x)
+    g.compute_at(h, x)
+    return h
+
+
+@pytest.mark.parametrize("offsets", [(0, -1), (1, 2), (-3, 0)])
+def test_a_window_slides_across_the_loop_around_its_compute_loop(offsets) -> None:
+    """sliding_window.cpp: f.store_root().compute_at(g, x); g.compute_at(h, x) computed
+    f 200 times for 100 outputs (g's x loop restarts at each h.x, so f slid only within
+    it); Halide computes it 101 times. Now the first iteration of g's loop continues from
+    where the previous h.x iteration left off."""
+    h = _sliding_chain(offsets)
+    assert_matches_reference(h, (100,))
+    kernel = h.compile(halo.Target("host", count_stores=True))
+    kernel((100,))
+    assert kernel.store_counts["f"] <= 100 + 5, kernel.store_counts  # was 200-400
