@@ -34,7 +34,8 @@ Func that can slide has its produce wrapped in the shrunk let, and
 
 Sliding is refused (the Func is recomputed, as before, which is always correct) when:
 a loop between the storage and compute levels is parallel or vectorized; the Func has
-update definitions or a `round_up` split (which writes past the region it is given);
+an update that doesn't run over the sliding dimension by its own pure Var alone, or a
+`round_up` split (which writes past the region it is given);
 no loop has exactly one dimension of the region depending on it, monotonically in both
 ends; the loops inside `L` (down to the compute level) have bounds that depend on `L`;
 the sliding dimension depends on those inner loops; or a condition between `L` and the
@@ -75,8 +76,6 @@ def sliding_window(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 
 def _may_slide(name: str, ctx: LowerContext) -> bool:
     f = ctx.env.funcs[name]
-    if len(f.definitions) != 1:
-        return False
     splits = [t for t in f.schedule.stages[0].transforms if isinstance(t, Split)]
     return not any(t.tail is TailStrategy.ROUND_UP for t in splits)
 
@@ -124,12 +123,15 @@ class _Slider:
             if window is None:
                 continue
             dim, direction = window
+            if not _updates_slide(f, dim):
+                return pc
             loop = loops[depth]
             self.ctx.sliding_windows[self.name] = SlidingWindow(
                 self.name, dim, loop.name, *region[dim])
             carried = _carried(region, dim, direction, loops[guarded:depth + 1], lets)
-            return _shrink(pc, f"{prefix}{f.args[dim].name}", region[dim], loop, direction,
-                           carried)
+            stages = [self.ctx.stage_prefix(self.name, k) + f.args[dim].name
+                      for k in range(len(f.definitions))]
+            return _shrink(pc, stages, region[dim], loop, direction, carried)
         return pc
 
 
@@ -191,13 +193,25 @@ def _carried(region: list[tuple[n.Expr, n.Expr]], dim: int, direction: Monotonic
     return out
 
 
-def _shrink(pc: n.ProducerConsumer, bound: str, extremes: tuple[n.Expr, n.Expr],
+def _updates_slide(f, dim: int) -> bool:
+    """Whether every update of `f` runs over dimension `dim` by its own pure Var, used in
+    no other dimension: then each update touches only the points of `dim` it computes,
+    and its region there is the pure stage's, so every stage can compute only the new
+    part (sliding_reduction.cpp)."""
+    v = f.args[dim].name
+    return all(v in d.pure_var_names() and not any(
+        uses_var(a, v) for i, a in enumerate(d.args) if i != dim) for d in f.definitions[1:])
+
+
+def _shrink(pc: n.ProducerConsumer, stages: list[str], extremes: tuple[n.Expr, n.Expr],
             loop: n.For, direction: Monotonic,
             carried: list[tuple[n.Expr, tuple[n.Expr, n.Expr]]]) -> n.Stmt:
     """`pc` whose produce computes, after the first iteration of `loop`, only the part of
-    dimension `bound` (the let name prefix `f.s0.v`) that the previous iteration didn't;
-    the first iteration of `loop` continues from the previous iteration of each loop
-    around it that the window is `carried` over (see `_carried`)."""
+    the sliding dimension (each stage's let name prefix `f.s{k}.v` in `stages`, the pure
+    stage's first) that the previous iteration didn't; the first iteration of `loop`
+    continues from the previous iteration of each loop around it that the window is
+    `carried` over (see `_carried`)."""
+    bound = stages[0]
     var = n.Var(loop.name)
     first: n.Expr = n.LE(var, loop.min)
     previous = {loop.name: n.Sub(var, const(1))}
@@ -212,7 +226,9 @@ def _shrink(pc: n.ProducerConsumer, bound: str, extremes: tuple[n.Expr, n.Expr],
     else:
         old, new = f"{bound}.max", f"{bound}.slide_max"
         value = n.Select(first, n.Var(old), n.Min(n.Sub(prev_min, const(1)), n.Var(old)))
-    produce = n.LetStmt(new, value, substitute(pc.produce, {old: n.Var(new)}))
+    end = old.rsplit(".", 1)[1]
+    produce = n.LetStmt(new, value, substitute(pc.produce, {f"{stage}.{end}": n.Var(new)
+                                                            for stage in stages}))
     return n.ProducerConsumer(pc.name, produce, pc.consume)
 
 
