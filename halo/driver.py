@@ -14,6 +14,7 @@ definition, `where()` or schedule call makes the next call compile again.
 """
 from __future__ import annotations
 
+import functools
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -34,6 +35,21 @@ from halo.schedule.serialize import schedules_to_json
 from halo.target import Target
 
 
+def _short_traceback(method):
+    """`method`, raising a user's mistake (a HaloError) with a traceback that ends just
+    past the user's call: the 20-40 frames of halo's passes and IR visitors under it say
+    nothing about the mistake. `HALO_DEBUG` keeps the whole traceback."""
+    @functools.wraps(method)
+    def user_facing(*args, **kwargs):
+        try:
+            return method(*args, **kwargs)
+        except HaloError as error:
+            if os.environ.get("HALO_DEBUG"):
+                raise
+            raise error.with_traceback(None)  # noqa: B904 - the same error, fewer frames
+    return user_facing
+
+
 class Pipeline:
     """Several output Funcs realized together, over the same region."""
 
@@ -42,18 +58,22 @@ class Pipeline:
         if not self.outputs:
             raise HaloError("a Pipeline needs at least one output Func")
 
+    @_short_traceback
     def lower(self, target: str | Target = "host") -> Lowered:
         """The lowered loop nest; `str()` of it is readable Python-like code."""
         return run_deep(f"lowering {self._names()}", _lower, self.outputs, Target.of(target))
 
+    @_short_traceback
     def print_loop_nest(self, target: str | Target = "host") -> None:
         print(loop_nest_to_str(self.lower(target).stmt), end="")
 
+    @_short_traceback
     def compile(self, target: str | Target = "host") -> Kernel:
         """The pipeline compiled for `target`; the same Kernel again while the algorithm
         and schedule are unchanged."""
         return run_deep(f"compiling {self._names()}", self._compile, Target.of(target))
 
+    @_short_traceback
     def realize(self, shape=None, inputs=None, target: str | Target = "host", out=None,
                 origin=None) -> np.ndarray | list[np.ndarray]:
         """The outputs over the region of `shape` (or of `out`), starting at `origin`."""

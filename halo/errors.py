@@ -37,6 +37,13 @@ def input_bounds_error(name: str, dim: int, lo: int, hi: int, extent: int,
                        what: str = "input") -> BoundsError:
     """The error for reading (or, for outputs, writing) outside an array: names the
     array, the dimension, the accessed range and the available one."""
+    if lo <= -2**31 or hi >= 2**31 - 1:
+        return BoundsError(
+            f"{what} {name} is accessed at [{lo}, {hi}] in dimension {dim} (outermost is 0):"
+            " that range reaches int32's limits, so halo couldn't bound an index there (one "
+            "computed through a wrapping type, or data-dependent); clamp it "
+            f"(halo.clamp(index, 0, {extent - 1})) or read {name} through a boundary "
+            "condition (halo.boundary.repeat_edge)")
     return BoundsError(
         f"{what} {name} is accessed at [{lo}, {hi}] in dimension {dim} (outermost is 0), "
         f"but only [0, {extent - 1}] exists (extent {extent}); pass a larger array, shrink "

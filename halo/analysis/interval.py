@@ -13,15 +13,18 @@ How each node is bounded:
     max of the four endpoint products (or `[a.min*b.min, a.max*b.max]` if both are
     provably non-negative).
   * Div (floor): by a constant, sign-aware (x // 0 == 0); by a divisor of provable sign,
-    the four endpoint quotients; else unbounded. Mod by c > 0: [0, c - 1], or the
-    operand's interval when it provably lies in [0, c - 1]; by a provably positive b:
-    [0, b.max - 1].
+    the four endpoint quotients; an integer by a divisor >= 0 (an array's extent is),
+    [min(a.min, 0), max(a.max, 0)]; by any integer, within [-|a|, |a|]. Mod by c > 0:
+    [0, c - 1], or the operand's interval when it provably lies in [0, c - 1]; by a
+    provably positive b: [0, b.max - 1].
   * Select: the union of both branches, or, where the condition has no variable in
     scope (a specialization's), the select of their bounds. Comparisons and logical
     ops: [false, true] unless constant.
   * Cast: the endpoints cast when that is monotonic and exact (widening, to float, or a
-    range provably representable in the target), else the target type's range. A float
-    that may be NaN cast to an integer also takes 0 (NaN casts to 0).
+    range provably representable in the target), or monotonic where defined (float to
+    int32/int64, undefined out of range as int32 overflow is); else the target type's
+    range if 16 bits or fewer, unbounded otherwise. A float that may be NaN cast to an
+    integer also takes 0 (NaN casts to 0).
   * Func/input Calls and Loads: their type's range if 16 bits or fewer, else unbounded
     (so `hist[inp[r]]` with a uint8 `inp` is bounded by [0, 255]). Math calls: floor,
     ceil, round, exp, log, sqrt, tanh endpoint-wise, sin and cos in [-1, 1], abs by sign.
@@ -30,6 +33,7 @@ How each node is bounded:
 """
 from __future__ import annotations
 
+import re
 from collections import ChainMap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -41,8 +45,8 @@ from halo.analysis.simplify.cast import represents
 from halo.analysis.simplify.pattern import no_overflow
 from halo.analysis.simplify.simplifier import is_const_true
 from halo.ir import nodes as n
-from halo.ir.substitute import free_vars
-from halo.ir.types import Type, bool_
+from halo.ir.substitute import free_vars, substitute
+from halo.ir.types import Type, bool_, int32
 
 
 @dataclass(frozen=True)
@@ -156,7 +160,12 @@ class IntervalAnalysis:
         return is_const_true(self.simplifier.expr(cond))
 
     def _nonnegative(self, e: n.Expr | None) -> bool:
-        return e is not None and self._proves(n.LE(n.const(0, e.type), e))
+        if e is None:
+            return False
+        # An array's extent (`inp.shape[0]`, the Var `inp.extent.0`) is never negative.
+        extents = {v: n.Max(n.Var(v, e.type), n.const(0, e.type)) for v in free_vars(e)
+                   if _EXTENT.fullmatch(v)} if e.type == int32 else {}
+        return self._proves(n.LE(n.const(0, e.type), substitute(e, extents) if extents else e))
 
     def _positive(self, e: n.Expr | None) -> bool:
         return e is not None and self._proves(n.LT(n.const(0, e.type), e))
@@ -304,6 +313,16 @@ class IntervalAnalysis:
             lo = n.Min(n.Min(quotients[0], quotients[1]), n.Min(quotients[2], quotients[3]))
             hi = n.Max(n.Max(quotients[0], quotients[1]), n.Max(quotients[2], quotients[3]))
             return self._simplified(lo, hi)
+        if not e.type.is_integer:
+            return Interval.everything()
+        zero = n.const(0, e.type)
+        if self._nonnegative(b.min):
+            # b >= 1 moves a toward zero (floor: -1 // 5 == -1), and a // 0 == 0.
+            return self._simplified(self._apply(lambda x: n.Min(x, zero), a.min),
+                                    self._apply(lambda x: n.Max(x, zero), a.max))
+        if a.is_bounded:  # either sign: |a // b| <= |a|
+            return self._simplified(n.Min(n.Min(a.min, n.Sub(zero, a.max)), zero),
+                                    n.Max(n.Max(a.max, n.Sub(zero, a.min)), zero))
         return Interval.everything()
 
     def _mod(self, e: n.Expr, a: Interval, b: Interval) -> Interval:
@@ -344,7 +363,21 @@ class IntervalAnalysis:
                 zero = n.const(0, source)
                 return self._simplified(cast(n.Min(a.min, zero)), cast(n.Max(a.max, zero)))
             return self._simplified(cast(a.min), cast(a.max))
-        return type_range(t)
+        if source.is_float and no_overflow(t):
+            # Truncation is monotonic wherever it is defined: a float outside t's range
+            # converts to an undefined value, assumed away for a symbolic bound as int32
+            # overflow is (`int32(floor(y * 0.5))` is bounded); a constant one outside
+            # the range leaves that side unbounded.
+            nan = _may_be_nan(e.value)  # NaN casts to 0 (nodes.py)
+
+            def end(x: n.Expr | None, ok: bool, widen: type) -> n.Expr | None:
+                if x is None or (isinstance(x, n.Const) and not ok):
+                    return None
+                return cast(widen(x, n.const(0, source)) if nan else x)
+            return self._simplified(end(a.min, low_ok, n.Min), end(a.max, high_ok, n.Max))
+        # A 32-bit range bounds no index usefully: such a cast is unbounded (bounds
+        # inference then asks for a clamp instead of allocating 2**32 points).
+        return type_range(t) if _is_narrow(t) else Interval.everything()
 
     def _math(self, e: n.Call, name: str, kids: list[Interval]) -> Interval:
         t = e.type
@@ -381,6 +414,10 @@ class IntervalAnalysis:
                 return self._simplified(zero, n.Max(call(a.min), call(a.max)))
             return Interval(zero, None)
         return Interval.everything()
+
+
+_EXTENT = re.compile(r".+\.extent\.\d+")
+"""The name of an array's extent, which the runtime binds (never negative)."""
 
 
 def _representable_range(t: Type, source: Type) -> tuple[n.Const, n.Const]:

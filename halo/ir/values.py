@@ -10,6 +10,7 @@ everywhere, with a message that says what would be accepted:
     float       a real number (not a bool, not complex) whose magnitude fits the type;
                 inf and nan stay inf and nan
     extents     integers (not bools) in [0, 2**31 - 1]: halo's extents are int32
+    regions     an origin and a shape whose last point is at most 2**31 - 1 (`checked_region`)
 
 A NumPy array of zero dimensions counts as the scalar it holds.
 """
@@ -20,7 +21,7 @@ import numbers
 
 import numpy as np
 
-from halo.errors import HaloError, InputError
+from halo.errors import BoundsError, HaloError, InputError
 from halo.ir.types import Type, int32
 
 MAX_EXTENT = int32.max_value()
@@ -65,6 +66,17 @@ def checked_origin(origin: object, ndim: int, what: str) -> tuple[int, ...]:
     if origin is None:
         return (0,) * ndim
     return _checked_ints(origin, ndim, what, "origin", -MAX_EXTENT - 1)
+
+
+def checked_region(origin: tuple[int, ...], shape: tuple[int, ...], what: str) -> None:
+    """Refuse a region (from `origin`, of `shape`) whose last point doesn't fit in int32,
+    which halo's coordinates are: BoundsError naming `what` (e.g. "f.realize(...)")."""
+    for i, (lo, extent) in enumerate(zip(origin, shape, strict=True)):
+        if lo + extent - 1 > MAX_EXTENT:
+            raise BoundsError(
+                f"{what}: the region [{lo}, {lo + extent - 1}] of dimension {i} (outermost "
+                f"is 0) ends past {MAX_EXTENT}, the largest coordinate halo can index "
+                f"(int32); start it at {MAX_EXTENT - extent + 1} or lower")
 
 
 def _checked_ints(values: object, ndim: int, what: str, role: str,

@@ -136,6 +136,9 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
         self._pure: Definition | None = None
         self._updates: list[Definition] = []
         self._args: tuple[Var, ...] = ()
+        # The first other Func defined from this one: no definition of this one may follow
+        # (that Func would read it too).
+        self._used_by: str | None = None
         self.schedule = FuncSchedule()
 
     __hash__ = object.__hash__
@@ -198,6 +201,12 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
 
     def __setitem__(self, key: object, value: object) -> None:
         args = _index(self.name, key, None)
+        if self._used_by is not None and self._pure is not None:
+            lhs = f"{self.name}[{', '.join(expr_to_str(a.node) for a in args)}]"
+            raise DefinitionError(
+                f"{lhs} = ...: {self.name} is already used by {self._used_by}, which would "
+                f"read this definition too; give {self.name} all its definitions before "
+                f"using it, or define a new Func ({self.name}2 = halo.Func(...))")
         if isinstance(value, _Update):
             if value.ref.func is not self:
                 raise DefinitionError(f"{self.name}[...] += ...: the target must be "
@@ -209,6 +218,9 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
             self._define_pure(args, value)
         else:
             self._define_update(args, value)
+        for d in self.definitions[-1].deps:
+            if isinstance(d, Func) and d is not self and d._used_by is None:
+                d._used_by = self.name
 
     def _define_identity(self, args: tuple[Expr, ...], op: type, t: Type) -> None:
         """`f[...] += e` on an undefined f: f starts as 0 (1 for `*=`) everywhere, with
@@ -271,20 +283,20 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
         stage_pure: list[str] = []
         inside: set[str] = set()
         for i, a in enumerate(args):
-            if isinstance(a.node, n.Var) and a.node.name not in provided:
-                if a.node.name != pure_names[i]:
-                    raise DefinitionError(
-                        f"{lhs} = ...: pure Var {a.node.name} must index the same dimension "
-                        f"as in the pure definition ({self.name}"
-                        f"[{', '.join(pure_names)}])")
+            if isinstance(a.node, n.Var) and a.node.name == pure_names[i]:
                 stage_pure.append(a.node.name)
+            elif isinstance(a.node, n.Var) and a.node.name not in provided | set(pure_names):
+                raise DefinitionError(
+                    f"{lhs} = ...: pure Var {a.node.name} must index the same dimension "
+                    f"as in the pure definition ({self.name}[{', '.join(pure_names)}])")
             else:
                 inside |= var_names(a.node) - provided
         if inside - set(stage_pure):
             raise DefinitionError(
                 f"{lhs} = ...: pure Var(s) {', '.join(sorted(inside - set(stage_pure)))} are "
                 "used on the left side without indexing their own dimension; a pure Var of an "
-                "update must appear alone in its dimension (so its points are independent)")
+                "update must appear alone in its dimension (so its points are independent), "
+                f"and may index other dimensions too ({self.name}[x, x] = ...)")
         predicate = rdom.predicate.node if rdom is not None and rdom.predicate is not None \
             else n.const(True, bool_)
         free = (var_names(e.node) | var_names(predicate)) - provided - set(stage_pure)
@@ -292,7 +304,8 @@ class Func(Schedulable, FuncPlacement, CacheWrite, Specializable):
             raise DefinitionError(f"{lhs} = ...: the right side uses Var(s) "
                                   f"{', '.join(sorted(free))} that are not on the left side")
         self._check_self_calls(lhs, e.node, stage_pure)
-        definition = Definition(tuple(a.node for a in args), e.node, rdom, deps)
+        definition = Definition(tuple(a.node for a in args), e.node, rdom, deps,
+                                tuple(stage_pure))
         self._updates.append(definition)
         note_reads(self, definition)
         dims = [Dim(nm) for nm in pure_names if nm in stage_pure]

@@ -168,8 +168,11 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
         if not iv.is_bounded:
             raise BoundsError(
                 f"can't bound the region of {name} read by {', '.join(ctx.env.consumers(name))}"
-                f" in dimension {i}: an index there is data-dependent or unbounded. Clamp it "
-                f"(halo.clamp(index, 0, n - 1)) or read {name} through a boundary condition")
+                f" in dimension {i}: an index there ({_indices_read(pc.consume, name, i)}) is "
+                "data-dependent or unbounded (a value read from memory, or a cast halo can't "
+                f"follow). Clamp it (halo.clamp(index, 0, n - 1), n the extent of {name} to "
+                f"compute) or read {name} through a boundary condition; halo won't guess "
+                "a region")
     required = _apply_bounds(f, list(required))
     pure_region = required
     updates = pc.produce.stmts[1:] if isinstance(pc.produce, n.Block) else ()
@@ -186,6 +189,13 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
             pure_region.append(Interval.union(req, iv))
     lets = _stage_lets(name, pure_region, required, ctx)
     return [(nm, simplifier.expr(v)) for nm, v in lets]
+
+
+def _indices_read(stmt: n.Stmt, name: str, dim: int) -> str:
+    """The index expressions `stmt` reads `name` at in dimension `dim`, for an error."""
+    indices = dict.fromkeys(expr_to_str(node.args[dim]) for node in walk(stmt)
+                            if isinstance(node, n.Call) and node.name == name)
+    return " or ".join(list(indices)[:3])
 
 
 def _output_region(f) -> list[Interval]:
@@ -260,14 +270,14 @@ def _round_up_slack(f) -> dict[int, int]:
 
 
 def _region_checks(name: str, box, what: str, mins, unbounded: str,
-                   simplifier: Simplifier) -> list[RegionCheck]:
-    """One check per dimension that `box` (what the code touches of array `name`) lies
-    in [mins[i], mins[i] + extent); `unbounded` (formatted with the dimension `i`) is the
-    error when halo can't bound the access."""
+                   simplifier: Simplifier, stmt: n.Stmt) -> list[RegionCheck]:
+    """One check per dimension that `box` (what `stmt` touches of array `name`) lies
+    in [mins[i], mins[i] + extent); `unbounded` (formatted with the dimension `i` and the
+    `index` expressions read there) is the error when halo can't bound the access."""
     checks = []
     for i, iv in enumerate(box or ()):
         if not iv.is_bounded:
-            raise BoundsError(unbounded.format(i=i))
+            raise BoundsError(unbounded.format(i=i, index=_indices_read(stmt, name, i)))
         checks.append(RegionCheck(name, i, simplifier.expr(iv.min), simplifier.expr(iv.max),
                                   mins[i],
                                   n.Var(f"{name}.extent.{i}"), what))
@@ -323,10 +333,11 @@ def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext,
     for name, inp in ctx.env.inputs.items():
         ctx.checks += _region_checks(
             name, boxes[Access(name)], "input", [const(0)] * inp.ndim,
-            f"can't bound where input {name} is read in dimension {{i}}: the index is "
-            "data-dependent or unbounded. Clamp it (halo.clamp(index, 0, "
+            f"can't bound where input {name} is read in dimension {{i}}: an index there "
+            "({index}) is data-dependent or unbounded (a value read from memory, or a cast "
+            "halo can't follow). Clamp it (halo.clamp(index, 0, "
             f"{name}.shape[{{i}}] - 1)) or read {name} through a boundary condition",
-            simplifier)
+            simplifier, stmt)
     for name, f in ctx.env.funcs.items():
         if ctx.compute_levels[name].kind is PlacementKind.INLINE:
             continue
@@ -346,7 +357,7 @@ def _record_variant_checks(stmt: n.Stmt, ctx: LowerContext,
             [n.Var(f"{name}.min.{i}") for i in range(dims)],
             f"can't bound where output {name} is written in dimension {{i}} (an update "
             "writes at a data-dependent or unbounded index); clamp the index into the "
-            f"output's range, e.g. halo.clamp(idx, 0, {name}_size - 1)", simplifier)
+            f"output's range, e.g. halo.clamp(idx, 0, {name}_size - 1)", simplifier, stmt)
 
 
 def describe(check: RegionCheck, lo: int, hi: int, lo_ok: int, extent: int) -> BoundsError:

@@ -25,6 +25,8 @@ class LowerContext:
     loop_names: dict[tuple[str, int], dict[str, str]] = field(default_factory=dict)
     # IR loop variable -> the user's view of that loop, for error messages.
     loop_labels: dict[str, str] = field(default_factory=dict)
+    # IR loop variable -> (Func, stage label, loop name): `f.update(0)`'s loop `x`.
+    loop_owners: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     # What must hold before the code runs (filled by bounds_inference).
     checks: list[RegionCheck] = field(default_factory=list)
     # Funcs that reuse values across iterations of a loop (filled by sliding_window).

@@ -140,11 +140,13 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
 
     lets: list[_Let] = []
     short: list[n.Expr] = []
+    made = set(ir_name.values())  # every IR name of this stage (a loop name may be reused)
     for t in sched.transforms:  # (a Reorder only moved loops: sched.dims has the result)
         if isinstance(t, Split):
             lets.append(_split_let(t, ir_name, ranges[t.old], k, short, whole_tiles))
         elif isinstance(t, Fuse):
-            lets += _fuse_lets(t, prefix, ir_name, ranges[t.outer], ranges[t.inner])
+            lets += _fuse_lets(t, prefix, ir_name, ranges[t.outer], ranges[t.inner], made)
+        made |= set(ir_name.values())
         ranges = ranges_after(t, ranges)
     lets = _drop_broken_promises(lets)
 
@@ -169,6 +171,7 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
         lo, extent = ranges[d.name]
         body = n.For(var, lo, extent, d.kind, body)
         ctx.loop_labels[var] = f"{stage_label(func, k)} loop {d.name}"
+        ctx.loop_owners[var] = (func, stage_label(func, k), d.name)
     ctx.loop_names[(func, k)] = ir_name
     return body, short
 
@@ -259,11 +262,12 @@ def _split_let(t: Split, ir_name: dict[str, str], old_range: LoopRange, k: int,
 
 
 def _fuse_lets(t: Fuse, prefix: str, ir_name: dict[str, str], outer_range: LoopRange,
-               inner_range: LoopRange) -> list[_Let]:
+               inner_range: LoopRange, made: set[str]) -> list[_Let]:
     """The lets that rebuild the variables fused by `t` from the fused loop, which it
-    names in `ir_name`."""
+    names in `ir_name` (apart from the IR names `made` before: `fuse(yo, xo, y)` after
+    y was split names a new loop y)."""
     outer, inner = ir_name.pop(t.outer), ir_name.pop(t.inner)
-    fused = prefix + t.fused
+    fused = prefix + t.fused if prefix + t.fused not in made else f"{outer}.{t.fused}"
     ir_name[t.fused] = fused
     outer_value, inner_value = fused_values(n.Var(fused), outer_range, inner_range)
     # Both results are in range by construction; the promises show bounds inference the
@@ -343,8 +347,17 @@ def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str 
                 f"all of its schedules have loop '{level.var}' (from the same splits); "
                 f"{name} must be placed at a loop every branch has, or at root. The loops "
                 f"all of them share are: {', '.join(names) or '(none)'}")
-        raise ScheduleError(f"{name}.{call}({consumer}, {level.var}): {consumer} has no loop "
-                            f"named '{level.var}'; its loops are, outermost first: "
+        definitions = ctx.env.funcs[consumer].definitions
+        stages = sorted((k for k in range(len(definitions))
+                         if level.var in ctx.loop_names.get((consumer, k), ())),
+                        key=lambda k: name not in {getattr(d, "name", None)
+                                                   for d in definitions[k].deps})
+        where = "".join(
+            f"; loop '{level.var}' is in {stage_label(consumer, k)}: write "
+            f"{name}.{call}({stage_label(consumer, k)}, {level.var})" for k in stages[:1])
+        raise ScheduleError(f"{name}.{call}({stage_label(consumer, stage)}, {level.var}): "
+                            f"{stage_label(consumer, stage)} has no loop named "
+                            f"'{level.var}'{where}; its loops are, outermost first: "
                             f"{', '.join(names)}")
     return names[level.var]
 

@@ -19,7 +19,11 @@ dimension and moves monotonically, only the new part needs computing:
 induction every row of the region at iteration i was computed at some iteration <= i and
 is still stored: the region's ends never move back, and the new part is clamped into
 the region, so it never leaves the allocation even when an iteration needs nothing.
-When several loops qualify, the innermost one is used. The lets `f.s0.v.min/max` keep
+When several loops qualify, the innermost one is used; its first iteration continues
+from the previous iteration of each loop around it where the region keeps moving the same
+way across that boundary (`g.compute_at(h, x)` with f computed in g's x loop: g's loop
+restarts one step further at each h.x), so only the first iteration of all of them
+computes the whole region (`_carried`). The lets `f.s0.v.min/max` keep
 the required region (producers of `f` and `storage_folding` read them); only `f`'s produce
 sees the shrunk bound.
 
@@ -30,8 +34,9 @@ Func that can slide has its produce wrapped in the shrunk let, and
 
 Sliding is refused (the Func is recomputed, as before, which is always correct) when:
 a loop between the storage and compute levels is parallel or vectorized; the Func has
-update definitions or a `round_up` split, in its schedule or any specialization's (which
-writes past the region it is given: storage folded to the region would lose values);
+an update that doesn't run over the sliding dimension by its own pure Var alone, or a
+`round_up` split in its schedule or any specialization's (which writes past the region it
+is given: storage folded to the region would lose values);
 no loop has exactly one dimension of the region depending on it, monotonically in both
 ends; the loops inside `L` (down to the compute level) have bounds that depend on `L`;
 the sliding dimension depends on those inner loops; or a condition between `L` and the
@@ -43,7 +48,7 @@ from dataclasses import dataclass
 
 from halo.analysis.loops import Split, TailStrategy
 from halo.analysis.monotonic import Monotonic, monotonic
-from halo.analysis.simplify import simplify
+from halo.analysis.simplify import can_prove, simplify
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.substitute import substitute, uses_var
@@ -72,8 +77,6 @@ def sliding_window(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 
 def _may_slide(name: str, ctx: LowerContext) -> bool:
     f = ctx.env.funcs[name]
-    if len(f.definitions) != 1:
-        return False
     return not any(isinstance(t, Split) and t.tail is TailStrategy.ROUND_UP
                    for sched in f.schedule.stages[0].variants() for t in sched.transforms)
 
@@ -121,10 +124,15 @@ class _Slider:
             if window is None:
                 continue
             dim, direction = window
+            if not _updates_slide(f, dim):
+                return pc
             loop = loops[depth]
             self.ctx.sliding_windows[self.name] = SlidingWindow(
                 self.name, dim, loop.name, *region[dim])
-            return _shrink(pc, f"{prefix}{f.args[dim].name}", region[dim], loop, direction)
+            carried = _carried(region, dim, direction, loops[guarded:depth + 1], lets)
+            stages = [self.ctx.stage_prefix(self.name, k) + f.args[dim].name
+                      for k in range(len(f.definitions))]
+            return _shrink(pc, stages, region[dim], loop, direction, carried)
         return pc
 
 
@@ -149,22 +157,79 @@ def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
     return dim, directions.pop()
 
 
-def _shrink(pc: n.ProducerConsumer, bound: str, extremes: tuple[n.Expr, n.Expr],
-            loop: n.For, direction: Monotonic) -> n.Stmt:
+def _carried(region: list[tuple[n.Expr, n.Expr]], dim: int, direction: Monotonic,
+             loops: list[n.For], lets: dict[str, n.Expr]
+             ) -> list[tuple[n.Expr, tuple[n.Expr, n.Expr]]]:
+    """The loops around the sliding loop `loops[-1]` (innermost last) that the window also
+    carries over (`f.store_root().compute_at(g, x); g.compute_at(h, x)`: g's x loop
+    restarts at each h.x, a step behind where it ended), innermost first: for each, the
+    condition of its first iteration and the region at the last iteration of the loops
+    inside it, in its previous iteration, where the first iteration of those continues
+    from. A loop qualifies (and so the ones around it may) when the loops inside it run
+    at least once at each of its iterations, only `dim` moves with it, and both ends of
+    `dim` move `direction`'s way from that last iteration to the next first one (so
+    storage folding still holds the rows it needs)."""
+    inner = [loops[-1]]
+    out: list[tuple[n.Expr, tuple[n.Expr, n.Expr]]] = []
+    for outer in reversed(loops[:-1]):
+        o = outer.name
+        if any(uses_var(e, o) for i, ends in enumerate(region) if i != dim for e in ends):
+            break
+        ranges = [(_expand(loop.min, lets), _expand(loop.extent, lets)) for loop in inner]
+        if not all(can_prove(n.LE(const(1), extent)) for _, extent in ranges):
+            break
+        last: dict[str, n.Expr] = {o: n.Sub(n.Var(o), const(1))}
+        first: dict[str, n.Expr] = {}
+        for loop, (lo, extent) in zip(inner, ranges, strict=True):  # outermost first
+            last[loop.name] = simplify(substitute(n.Sub(n.Add(lo, extent), const(1)), last))
+            first[loop.name] = simplify(substitute(lo, first))
+        then = [simplify(substitute(e, last)) for e in region[dim]]
+        now = [simplify(substitute(e, first)) for e in region[dim]]
+        pairs = zip(then, now, strict=True) if direction is Monotonic.INCREASING else \
+            zip(now, then, strict=True)
+        if not all(can_prove(n.LE(a, b)) for a, b in pairs):
+            break
+        out.append((n.LE(n.Var(o), outer.min), (then[0], then[1])))
+        inner.insert(0, outer)
+    return out
+
+
+def _updates_slide(f, dim: int) -> bool:
+    """Whether every update of `f` runs over dimension `dim` by its own pure Var, used in
+    no other dimension: then each update touches only the points of `dim` it computes,
+    and its region there is the pure stage's, so every stage can compute only the new
+    part (sliding_reduction.cpp)."""
+    v = f.args[dim].name
+    return all(v in d.pure_var_names() and not any(
+        uses_var(a, v) for i, a in enumerate(d.args) if i != dim) for d in f.definitions[1:])
+
+
+def _shrink(pc: n.ProducerConsumer, stages: list[str], extremes: tuple[n.Expr, n.Expr],
+            loop: n.For, direction: Monotonic,
+            carried: list[tuple[n.Expr, tuple[n.Expr, n.Expr]]]) -> n.Stmt:
     """`pc` whose produce computes, after the first iteration of `loop`, only the part of
-    dimension `bound` (the let name prefix `f.s0.v`) that the previous iteration didn't."""
+    the sliding dimension (each stage's let name prefix `f.s{k}.v` in `stages`, the pure
+    stage's first) that the previous iteration didn't; the first iteration of `loop`
+    continues from the previous iteration of each loop around it that the window is
+    `carried` over (see `_carried`)."""
+    bound = stages[0]
     var = n.Var(loop.name)
-    first = n.LE(var, loop.min)
+    first: n.Expr = n.LE(var, loop.min)
     previous = {loop.name: n.Sub(var, const(1))}
+    prev_min, prev_max = (simplify(substitute(e, previous)) for e in extremes)
+    for outer_first, (then_min, then_max) in carried:
+        prev_min, prev_max = n.Select(first, then_min, prev_min), \
+            n.Select(first, then_max, prev_max)
+        first = n.And(first, outer_first)
     if direction is Monotonic.INCREASING:
         old, new = f"{bound}.min", f"{bound}.slide_min"
-        prev_max = simplify(substitute(extremes[1], previous))
         value = n.Select(first, n.Var(old), n.Max(n.Add(prev_max, const(1)), n.Var(old)))
     else:
         old, new = f"{bound}.max", f"{bound}.slide_max"
-        prev_min = simplify(substitute(extremes[0], previous))
         value = n.Select(first, n.Var(old), n.Min(n.Sub(prev_min, const(1)), n.Var(old)))
-    produce = n.LetStmt(new, value, substitute(pc.produce, {old: n.Var(new)}))
+    end = old.rsplit(".", 1)[1]
+    produce = n.LetStmt(new, value, substitute(pc.produce, {f"{stage}.{end}": n.Var(new)
+                                                            for stage in stages}))
     return n.ProducerConsumer(pc.name, produce, pc.consume)
 
 

@@ -68,9 +68,7 @@ class _Unroll(IRMutator):
                          n.IfThenElse(guard, loop.body))
             extent = loop.extent
         if not isinstance(extent, n.Const):
-            raise ScheduleError(
-                f"{verb}: {label} has extent {expr_to_str(extent)}, which is not a constant; "
-                f"split it first, e.g. {verb}(var, 8), or bound() the dimension")
+            raise self._not_constant(loop.name, verb, extent)
         if loop.kind is ForKind.VECTORIZED:
             return n.For(loop.name, loop.min, extent, loop.kind, loop.body)
         if extent.value > _MAX_UNROLL:
@@ -78,3 +76,19 @@ class _Unroll(IRMutator):
                                 f"more than {_MAX_UNROLL} is refused (split it first)")
         return block(*(substitute(loop.body, {loop.name: simplify(n.Add(loop.min, const(i)))})
                        for i in range(extent.value)))
+
+    def _not_constant(self, loop: str, verb: str, extent: n.Expr) -> ScheduleError:
+        """The error for an unrolled or vectorized loop whose extent isn't a constant,
+        named as the user scheduled it, with the two ways to make it one."""
+        if loop not in self.ctx.loop_owners:
+            return ScheduleError(f"{verb}: loop {loop} has extent {expr_to_str(extent)}, "
+                                 f"which is not a constant; {verb} a loop split by a "
+                                 "constant factor")
+        func, stage, name = self.ctx.loop_owners[loop]
+        bound = f", or fix the dimension's extent with {func}.bound({name}, 0, 640)" if \
+            name in {a.name for a in self.ctx.env.funcs[func].args} else ""
+        return ScheduleError(
+            f"{stage}.{verb}({name}): loop {name} of {stage} has extent "
+            f"{expr_to_str(extent)}, which is not a constant (it depends on the region "
+            f"computed); {verb} a part of constant size instead: {stage}.{verb}({name}, 8) "
+            f"splits it by 8 first{bound}")

@@ -16,16 +16,21 @@ if TYPE_CHECKING:
 class Definition:
     """One definition of a Func: `func[args] = value`, over `rdom` for updates that
     use one. `deps` holds the objects the definition refers to (Funcs, inputs, Params,
-    RDoms)."""
+    RDoms). `pure` names an update's pure Vars, those that index their own dimension,
+    in the Func's order; an update may also use them in other dimensions (`g[x, x]`, a
+    diagonal). None: each Var on the left side once, as in a pure definition."""
     args: tuple[n.Expr, ...]
     value: n.Expr
     rdom: RDom | None
     deps: frozenset
+    pure: tuple[str, ...] | None = None
 
     def pure_var_names(self) -> list[str]:
-        """The pure Vars that index this definition directly, outermost first, each once
+        """The pure Vars of this definition (one loop each), outermost first, each once
         (rfactor's intermediate may write a pure Var at a second dimension too:
         `intm[u, u, r.y]` when the factored reduction variable indexes the left side)."""
+        if self.pure is not None:
+            return list(self.pure)
         provided = provided_names(self.deps)
         return list(dict.fromkeys(a.name for a in self.args
                                   if isinstance(a, n.Var) and a.name not in provided))

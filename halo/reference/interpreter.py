@@ -45,7 +45,14 @@ from halo.ir.types import Type, int32
 from halo.ir.values import checked_origin, checked_shape
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Definition, Func
-from halo.reference.regions import Box, Constants, infer_regions, is_empty, rdom_ranges
+from halo.reference.regions import (
+    Box,
+    Constants,
+    infer_regions,
+    is_diagonal,
+    is_empty,
+    rdom_ranges,
+)
 
 Value = np.ndarray | np.generic
 """What an expression evaluates to: an array that broadcasts against the index grids."""
@@ -70,15 +77,16 @@ def _reference(f, shape, inputs, origin):
     arrays, scalars = bind(env, inputs)
     output_box = _output_box(outputs, shape, origin)
     constants = _constants(env, arrays, scalars)
-    regions = infer_regions(env, output_box, constants,
-                            {name: a.shape for name, a in arrays.items()})
+    regions, required = infer_regions(env, output_box, constants,
+                                      {name: a.shape for name, a in arrays.items()})
     bindings = Bindings({name: c.type.numpy.type(c.value) for name, c in constants.items()},
                         {name: (a, (0,) * a.ndim) for name, a in arrays.items()})
     for func in env.funcs.values():  # producers first; each reads the arrays before it
         region = regions.get(func.name)
         if region is not None:
-            bindings.arrays[func.name] = (_realize(func, region, bindings, constants),
-                                          tuple(lo for lo, _ in region))
+            bindings.arrays[func.name] = (
+                _realize(func, region, required[func.name], bindings, constants),
+                tuple(lo for lo, _ in region))
     results = [_crop(*bindings.arrays[out.name], output_box) for out in outputs]
     return results if isinstance(f, (list, tuple)) else results[0]
 
@@ -121,8 +129,10 @@ def _crop(array: np.ndarray, mins: tuple[int, ...], box: Box) -> np.ndarray:
 # --------------------------------------------------------------------- realization
 
 
-def _realize(func: Func, region: Box, bindings: Bindings, constants: Constants) -> np.ndarray:
-    """`func` over `region`: its pure definition, then each update in order."""
+def _realize(func: Func, region: Box, required: Box, bindings: Bindings,
+             constants: Constants) -> np.ndarray:
+    """`func` over `region`: its pure definition, then each update in order (a diagonal
+    one over `required`, what consumers read: see regions.py)."""
     out = np.empty(tuple(hi - lo + 1 for lo, hi in region), func.type.numpy)
     if is_empty(region):
         return out
@@ -131,7 +141,8 @@ def _realize(func: Func, region: Box, bindings: Bindings, constants: Constants) 
     out[...] = evaluate(pure.value, bindings.with_values(_grids(names, region, lead=0)))
     own = bindings.with_array(func.name, out, tuple(lo for lo, _ in region))
     for update in updates:
-        _run_update(_Update(func, update, out, region, own, constants))
+        _run_update(_Update(func, update, out, region, own, constants,
+                            required if is_diagonal(func, update) else region))
     return out
 
 
@@ -157,9 +168,12 @@ class _Update:
     region: Box
     bindings: Bindings
     constants: Constants
+    pure_region: Box  # where its pure Vars run: `region`, or less for a diagonal update
     pure_names: list[str | None] = field(init=False)
+    diagonal: bool = field(init=False)  # a pure Var indexes another dimension too
 
     def __post_init__(self) -> None:
+        self.diagonal = is_diagonal(self.func, self.definition)
         # Dimension i is pure when the left side is the Func's own Var i there.
         self.pure_names = [a.name if isinstance(a, n.Var) and a.name == v.name else None
                            for a, v in zip(self.definition.args, self.func.args, strict=True)]
@@ -195,7 +209,7 @@ def _run_update(u: _Update) -> None:
     ranges = rdom_ranges(rdom, u.constants)
     if any(extent <= 0 for _, extent in ranges):
         return
-    reduction = _reduction_form(u)
+    reduction = None if u.diagonal else _reduction_form(u)
     rvar_names = {r.name for r in rdom.rvars}
     if reduction is None:
         _update_by_steps(u, ranges)
@@ -265,7 +279,7 @@ def _update_by_scatter(u: _Update, ranges: Sequence[tuple[int, int]], r: _Reduct
 def _update_by_steps(u: _Update, ranges: Sequence[tuple[int, int]]) -> None:
     """The general case: one RDom point at a time (a single step without an RDom),
     each step evaluated over all pure Vars before anything is written."""
-    grids = _grids(u.pure_names, u.region, lead=0)
+    grids = _grids(u.pure_names, u.pure_region, lead=0)
     rvars = u.definition.rdom.rvars if u.definition.rdom is not None else ()
     for point in itertools.product(*(range(lo, lo + extent) for lo, extent in ranges)):
         b = u.bindings.with_values(
@@ -274,7 +288,17 @@ def _update_by_steps(u: _Update, ranges: Sequence[tuple[int, int]]) -> None:
         if not np.any(mask):
             continue
         value = evaluate(u.definition.value, b)
-        np.copyto(u.out[_slice_index(u, b)], value, where=mask)
+        if not u.diagonal:
+            np.copyto(u.out[_slice_index(u, b)], value, where=mask)
+            continue
+        # A diagonal update writes one point per pure point: each coordinate as an array.
+        coords = [grids[name] if name is not None else evaluate(arg, b)
+                  for arg, name in zip(u.definition.args, u.pure_names, strict=True)]
+        shape = np.broadcast_shapes(*map(np.shape, [*coords, value, mask]))
+        keep = np.broadcast_to(mask, shape)
+        index = _checked_index(u.func.name, u.out.shape, u.mins,
+                               [np.broadcast_to(c, shape)[keep] for c in coords])
+        u.out[index] = np.broadcast_to(value, shape)[keep]
 
 
 def _slice_index(u: _Update, b: Bindings) -> tuple:

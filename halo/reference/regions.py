@@ -7,7 +7,9 @@ The rules (the compiler's bounds inference follows the same ones):
   definition of every consumer reads of it: the call's indices, bounded with the
   consumer's pure Vars over the consumer's region and RVars over their RDom.
 * A Func with update definitions also covers what its updates write (their left sides)
-  and read of the Func itself, repeated until nothing grows.
+  and read of the Func itself, repeated until nothing grows. A diagonal update (one
+  using a pure Var in another dimension too, `g[x, x]`) runs its pure Vars over the
+  region consumers read (`required`), as compiled code does, not the grown one.
 * Input reads must lie inside the bound arrays.
 
 Bounds come from interval arithmetic (`halo.analysis.interval.bounds_of_expr`) after Params
@@ -24,7 +26,7 @@ from halo.analysis.simplify import simplify
 from halo.errors import BoundsError, input_bounds_error
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
-from halo.ir.substitute import substitute
+from halo.ir.substitute import substitute, var_names
 from halo.ir.types import int32
 from halo.ir.visitor import walk
 from halo.lang.environment import Environment
@@ -39,9 +41,11 @@ Constants = Mapping[str, n.Const]
 
 
 def infer_regions(env: Environment, output_box: Box, constants: Constants,
-                  input_shapes: Mapping[str, Sequence[int]]) -> dict[str, Box]:
+                  input_shapes: Mapping[str, Sequence[int]]
+                  ) -> tuple[dict[str, Box], dict[str, Box]]:
     """The region of every Func of `env` that is needed, given the box its outputs are
-    realized over (Funcs that nothing reads are left out). Raises `BoundsError` for
+    realized over (Funcs that nothing reads are left out), and the region its consumers
+    read (`required`, before its own updates grow it). Raises `BoundsError` for
     unbounded reads and for reads outside an input."""
     required: dict[str, Box] = {}
     for out in env.outputs:
@@ -57,7 +61,8 @@ def infer_regions(env: Environment, output_box: Box, constants: Constants,
         box = _grow_by_own_updates(func, box, constants)
         regions[func.name] = box
         for definition in func.definitions:
-            scope = _scope(func, definition, box, constants)
+            scope = _scope(func, definition, required[func.name] if is_diagonal(
+                func, definition) else box, constants)
             if scope is None:
                 continue
             for call in _reads(definition):
@@ -65,7 +70,7 @@ def infer_regions(env: Environment, output_box: Box, constants: Constants,
                     read = _box_of_call(call, scope, constants, func.name)
                     required[call.name] = _union(required.get(call.name), read)
     _check_input_reads(required, input_shapes)
-    return regions
+    return regions, required
 
 
 def rdom_ranges(rdom: RDom, constants: Constants) -> tuple[tuple[int, int], ...]:
@@ -96,10 +101,12 @@ def _union(a: Box | None, b: Box) -> Box:
 def _grow_by_own_updates(func: Func, box: Box, constants: Constants) -> Box:
     """`box` grown to cover what the update definitions of `func` write and read of
     `func` itself (a recurrence `f[r] = f[r - 1] + ...` reads `f[-1]`)."""
+    required = box
     for _ in range(func.dimensions + 2):
         grown = box
         for definition in func.definitions[1:]:
-            scope = _scope(func, definition, box, constants)
+            scope = _scope(func, definition, required if is_diagonal(func, definition)
+                           else box, constants)
             if scope is None:
                 continue
             lhs = n.Call(func.type, func.name, definition.args, n.CallKind.FUNC)
@@ -111,6 +118,15 @@ def _grow_by_own_updates(func: Func, box: Box, constants: Constants) -> Box:
     raise BoundsError(f"the update definitions of {func.name} write or read ever more of "
                       f"{func.name} (its region grew to {box}); clamp the indices of its "
                       "updates into a fixed range")
+
+
+def is_diagonal(func: Func, definition: Definition) -> bool:
+    """Whether `definition` uses a pure Var in a dimension other than its own (`g[x, x]`,
+    g[y, x] pure)."""
+    own = {a.name for a, v in zip(definition.args, func.args, strict=True)
+           if isinstance(a, n.Var) and a.name == v.name}
+    return any(var_names(a) & own for a, v in zip(definition.args, func.args, strict=True)
+               if not (isinstance(a, n.Var) and a.name == v.name))
 
 
 def _scope(func: Func, definition: Definition, box: Box,

@@ -14,7 +14,8 @@ import numpy as np
 
 from halo import backends
 from halo.errors import InputError
-from halo.ir.values import checked_origin, checked_scalar, checked_shape
+from halo.ir.types import int32
+from halo.ir.values import checked_origin, checked_region, checked_scalar, checked_shape
 from halo.lang.environment import Environment, bind
 from halo.lang.func import Func
 from halo.lang.inputs import masked_array_refusal
@@ -66,9 +67,14 @@ class Kernel:
         """The outputs of one call: inputs by object (`inputs`) or by name (`named`)."""
         env = self.lowered.env
         arrays, scalars = bind(env, inputs, **named)
+        for name, a in arrays.items():  # before _addressable copies a view halo can't index
+            for i, extent in enumerate(a.shape):
+                checked_scalar(int32, extent, self._describe_scalar(f"{name}.extent.{i}"))
         arrays = {name: _addressable(a) for name, a in arrays.items()}
         outs = self._outputs(shape, out)
-        origin = checked_origin(origin, outs[0].ndim, f"{self.output_names[0]}.realize(...)")
+        call = f"{self.output_names[0]}.realize(...)"
+        origin = checked_origin(origin, outs[0].ndim, call)
+        checked_region(origin, outs[0].shape, call)
         values: dict[str, object] = dict(scalars)
         for name, arr in [*arrays.items(), *zip(self.output_names, outs, strict=True)]:
             for i in range(arr.ndim):

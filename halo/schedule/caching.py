@@ -48,7 +48,7 @@ def redirect(definition: Definition, source: object, target: object) -> Definiti
     if not predicate_reads(definition, source) and \
             not extents & set().union(*(var_names(e) for e in (value, *args))):
         deps = deps - {source}  # (the predicate, or inp.shape, may still use it)
-    return Definition(args, value, definition.rdom, deps)
+    return Definition(args, value, definition.rdom, deps, definition.pure)
 
 
 def predicate_reads(definition: Definition, source: object) -> bool:

@@ -72,7 +72,7 @@ class StageSchedule:
         return next((d for d in self.dims if d.name == name), None)
 
     def names_used(self) -> set[str]:
-        """Every loop name this stage has ever had (they can't be reused)."""
+        """Every loop name this stage has ever had (names halo makes up avoid them)."""
         return set(self.dim_names()) | transformed_names(self.transforms)
 
 

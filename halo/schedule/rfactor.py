@@ -67,6 +67,8 @@ def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr]
             return kind, a
         return None
 
+    if (shifted := _shifted_sum(self_call, value)) is not None and free(shifted):
+        return "sum", shifted
     match value:
         case n.Add(a=a, b=b):
             return either(a, b, "sum")
@@ -95,6 +97,18 @@ def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr]
             if t == self_call and free(e) and not t.type.is_float:
                 return ("minimum" if minimum else "maximum"), e
     return None
+
+
+def _shifted_sum(self_call: n.Call, value: n.Expr) -> n.Expr | None:
+    """e2 when `value` is max(f + e, f) or min(f + e, f) (operands in any order), which is
+    f + e2 for e2 = max(e, 0) (min(e, 0)): a sum, as Halide proves (rfactor.cpp)."""
+    if not isinstance(value, (n.Min, n.Max)) or self_call not in (value.a, value.b):
+        return None
+    shifted = value.b if value.a == self_call else value.a
+    if not isinstance(shifted, n.Add) or self_call not in (shifted.a, shifted.b):
+        return None
+    e = shifted.b if shifted.a == self_call else shifted.a
+    return type(value)(e, n.const(0, e.type))
 
 
 def default_name(func: str, stage: int) -> str:

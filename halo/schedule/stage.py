@@ -72,14 +72,18 @@ class Schedulable(GpuLoops, ABC):
             raise self._error(call, args, f"there is no loop named '{name}'")
         return dim
 
-    def _fresh(self, call: str, args: tuple, v: object, allowed: str | None = None) -> str:
+    def _fresh(self, call: str, args: tuple, v: object, consumed: tuple[str, ...] = ()) -> str:
+        """The name of a loop `call` makes: not a loop the stage has now, except one the
+        call consumes (split(x, xo, x, 8), as Halide allows); a name whose loop a split
+        or fuse has consumed may come back (fuse(yo, xo, y) after tile(y, ...)), as
+        loops are named by what the stage has at each call."""
         name = loop_name(v)
         if name in ("min", "max", "extent"):
             raise self._error(call, args, f"'{name}' is reserved for loop bounds; pick "
                                           "another name")
-        if name != allowed and name in self._stage().names_used():
-            raise self._error(call, args, f"the name '{name}' is already used by this "
-                                          "schedule; pick a new Var")
+        if name not in consumed and name in self._stage().dim_names():
+            raise self._error(call, args, f"the name '{name}' is already a loop of this "
+                                          "stage; pick a new Var")
         return name
 
     def _fresh_suffix(self, base: str, suffix: str) -> str:
@@ -134,8 +138,8 @@ class Schedulable(GpuLoops, ABC):
             raise self._error(call, args, f"tail='{tail}' computes some points twice "
                                           "or past the end, which changes the result of "
                                           "an update stage; use tail='guard'")
-        o = self._fresh(call, args, outer, allowed=dim.name)
-        i = self._fresh(call, args, inner)
+        o = self._fresh(call, args, outer, consumed=(dim.name,))
+        i = self._fresh(call, args, inner, consumed=(dim.name,))
         if o == i:
             raise self._error(call, args, "the outer and inner loops need different names")
         stage = self._stage()
@@ -159,7 +163,7 @@ class Schedulable(GpuLoops, ABC):
         if k + 1 >= len(stage.dims) or stage.dims[k + 1] is not i:
             raise self._error("fuse", args, f"'{o.name}' must be the loop immediately "
                                             f"outside '{i.name}' to fuse them")
-        name = self._fresh("fuse", args, fused)
+        name = self._fresh("fuse", args, fused, consumed=(o.name, i.name))
         stage.dims[k:k + 2] = [Dim(name, ForKind.SERIAL, o.pure and i.pure)]
         stage.transforms.append(Fuse(o.name, i.name, name))
         return self

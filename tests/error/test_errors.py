@@ -42,10 +42,14 @@ def test_split_unknown_loop():
 
 
 def test_split_reuses_a_name():
-    """A new loop name must be fresh."""
+    """A new loop name may not be a loop the stage has now (other than the one split)."""
     _, _, f = two_stage()
-    with raises(halo.ScheduleError, "f.split(x, xo, y, 4)", "'y' is already used"):
+    with raises(halo.ScheduleError, "f.split(x, xo, y, 4)", "'y' is already a loop of "
+                "this stage"):
         f.split(x, xo, y, 4)
+    f.split(x, xo, x, 4).fuse(xo, x, xo)  # names the split consumed come back, as Halide's
+    with raises(halo.ScheduleError, "f.split(xo, xo, y, 2)", "'y' is already a loop"):
+        f.split(xo, xo, y, 2)
 
 
 def test_split_bad_factor_and_tail():
@@ -128,20 +132,33 @@ def test_schedule_on_inlined_func():
 
 
 def test_vectorize_non_constant_extent():
-    """vectorize needs a constant extent and suggests a split."""
+    """vectorize needs a constant extent and suggests a split or a bound, naming the call;
+    the traceback ends at the user's call (it was 19-38 frames inside IR visitors)."""
     inp, g, f = two_stage()
     f.vectorize(x)
-    with raises(halo.ScheduleError, "vectorize: f loop x has extent", "not a constant",
-                "vectorize(var, 8)"):
+    with raises(halo.ScheduleError, "f.vectorize(x): loop x of f has extent", "not a constant",
+                "f.vectorize(x, 8) splits it by 8 first", "f.bound(x, 0, 640)"):
         f.realize((2, 2), inputs={inp: np.zeros((2, 2), np.float32)})
+    with pytest.raises(halo.ScheduleError) as info:
+        f.realize((2, 2), inputs={inp: np.zeros((2, 2), np.float32)})
+    frames = [str(entry.path) for entry in info.traceback]
+    assert len(frames) <= 4 and frames[0] == __file__, frames
 
 
 def test_unroll_non_constant_extent():
-    """unroll needs a constant extent."""
+    """unroll needs a constant extent; an update's loop is named by its stage."""
     inp, g, f = two_stage()
     f.unroll(y)
-    with raises(halo.ScheduleError, "unroll: f loop y has extent", "not a constant"):
+    with raises(halo.ScheduleError, "f.unroll(y): loop y of f has extent", "not a constant"):
         f.realize((2, 2), inputs={inp: np.zeros((2, 2), np.float32)})
+    h = halo.Func("h")
+    h[x] = x
+    r = halo.RDom((0, inp.shape[0]), name="r")
+    h[x] += r.x
+    h.update(0).unroll(r.x)
+    with raises(halo.ScheduleError, "h.update(0).unroll(r.x): loop r.x of h.update(0) has "
+                "extent", "h.update(0).unroll(r.x, 8)"):
+        h.realize((2,), inputs={inp: np.zeros((2, 2), np.float32)})
 
 
 def test_parallel_rvar_race():
@@ -210,7 +227,8 @@ def test_pure_var_misplaced_in_update():
     """A pure Var must index its own dimension in an update."""
     f = halo.Func("f")
     f[y, x] = 0
-    with raises(halo.DefinitionError, "pure Var x must index the same dimension"):
+    with raises(halo.DefinitionError, "pure Var(s) x, y are used on the left side without "
+                "indexing their own dimension", "f[x, x] = ..."):
         f[x, y] = f[y, x] + 1
 
 
@@ -350,3 +368,20 @@ def test_a_verb_that_splits_names_the_call_the_user_made(call, shown):
     with pytest.raises(halo.ScheduleError) as error:
         call(f, x)
     assert str(error.value).startswith(shown), str(error.value)
+
+
+def test_compute_at_a_loop_of_an_update_names_the_stage():
+    """A loop of an update stage, named at the Func, said only "f has no loop named
+    'r.x'; its loops are: x" (Halide's users name the Func): say which stage has it."""
+    f, g = halo.Func("f"), halo.Func("g")
+    f[x] = x
+    r = halo.RDom((0, 4), name="r2")
+    f[r.x] += 1
+    g[x] = x * 2
+    f[r.x] += g[r.x]
+    g.compute_at(f, r.x)
+    with raises(halo.ScheduleError, "g.compute_at(f, r2.x): f has no loop named 'r2.x'",
+                "loop 'r2.x' is in f.update(1): write g.compute_at(f.update(1), r2.x)"):
+        f.realize((4,))
+    g.compute_at(f.update(1), r.x)
+    assert f.realize((4,)).tolist() == [1, 4, 7, 10]

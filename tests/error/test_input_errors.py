@@ -188,3 +188,51 @@ def test_the_shape_is_checked_against_each_output():
     with pytest.raises(halo.InputError, match=r"g.realize\(...\): the shape \(3,\) has 1 "
                        "entries, but it must be 2 integer"):
         halo.Pipeline([f, g]).realize((3,))
+
+
+def test_an_unbounded_func_index_is_refused_with_the_index_and_a_clamp() -> None:
+    """A Func read at an index cast from a value in memory: no region to allocate, so a
+    BoundsError that shows the index and the clamp (it allocated a wrong size before)."""
+    y, x = halo.vars("y x")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    g = halo.Func("g")
+    g[y, x] = inp[y, x] * 2.0
+    f = halo.Func("f")
+    f[y, x] = g[halo.cast(halo.int32, inp[y, x]), x]
+    g.compute_root()
+    with pytest.raises(halo.BoundsError, match=r"region of g read by f in dimension 0: an "
+                       r"index there \(int32\(inp\[f\.s0\.y, f\.s0\.x\]\)\) is data-dependent"
+                       r".*halo\.clamp\(index, 0, n - 1\)"):
+        f.realize((4, 4), inputs={inp: np.ones((4, 4), np.float32)})
+
+
+def test_an_unbounded_input_index_is_refused_before_running() -> None:
+    """An input read at an index cast from memory is refused at lowering with the clamp,
+    not reported as accessed at [-2147483648, 2147483647]."""
+    y, x = halo.vars("y x")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f = halo.Func("f")
+    f[y, x] = inp[halo.cast(halo.int32, inp[y, x]), x]
+    with pytest.raises(halo.BoundsError, match=r"where input inp is read in dimension 0: "
+                       r"an index there .*int32\(inp\[f\.s0\.y, f\.s0\.x\]\).*"
+                       r"halo\.clamp\(index, 0, inp\.shape\[0\] - 1\)"):
+        f.realize((4, 4), inputs={inp: np.ones((4, 4), np.float32)})
+
+
+def test_a_range_at_int32_limits_says_the_index_was_not_bounded() -> None:
+    """The run-time message for a range reaching int32's limits says why and how."""
+    error = halo.errors.input_bounds_error("inp", 0, -2**31, 2**31 - 1, 4)
+    assert "halo couldn't bound an index there" in str(error)
+    assert "halo.clamp(index, 0, 3)" in str(error)
+
+
+def test_a_broadcast_view_too_wide_to_index_is_an_input_error() -> None:
+    """A zero-stride view with 2**31 + 10 columns raised NumPy's MemoryError: halo copied
+    it whole (it isn't dense) before checking its extents."""
+    inp = halo.ImageParam(halo.float64, 2, "inp")
+    g = halo.Func("g")
+    g[y, x] = inp[y, x]
+    wide = np.broadcast_to(np.ones(1), (2, 2**31 + 10))
+    with pytest.raises(halo.InputError, match=r"the extent of input inp in dimension 1 "
+                       r".*\(int32\), got 2147483658"):
+        g.realize((2, 4), inputs={inp: wide})

@@ -182,7 +182,8 @@ def _self_reference_before_definition():
     (_repeated_var, "each Var may appear once"),
     (_expression_on_pure_left_side, "must be pure, indexed by distinct Vars"),
     (_free_var_on_right_side, "uses Var\\(s\\) y that are not on the left side"),
-    (_pure_var_in_another_dimension, "must index the same dimension"),
+    (_pure_var_in_another_dimension, "x, y are used on the left side without indexing "
+                                     "their own dimension"),
     (_pure_var_inside_an_index_expression, "without indexing their own dimension"),
     (_update_reads_a_shifted_pure_var, "must appear unchanged in dimension 0"),
     (_rdom_in_pure_definition, "can't use the reduction variables"),
@@ -238,3 +239,19 @@ def test_invalid_name_is_an_error():
     """Func names must be identifiers."""
     with pytest.raises(halo.DefinitionError, match="not a valid halo name"):
         halo.Func("1st")
+
+
+def test_a_func_used_by_another_takes_no_more_definitions():
+    """A second definition after g read f silently changed what g reads (Halide refuses
+    it); before any use, a second f[x] = ... is an update, as in Halide."""
+    f, g = halo.Func("f"), halo.Func("g")
+    f[x] = x
+    f[x] = x + 1  # before any use: an update over every point
+    g[x] = f[x] * 2
+    with pytest.raises(halo.DefinitionError, match=r"f\[x\] = \.\.\.: f is already used by "
+                       r"g, which would read this definition too; give f all its "
+                       r"definitions before using it"):
+        f[x] = x + 5
+    with pytest.raises(halo.DefinitionError, match="f is already used by g"):
+        f[x] += 1
+    assert g.realize((3,)).tolist() == [2, 4, 6]

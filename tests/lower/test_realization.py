@@ -24,11 +24,13 @@ def chain():
     return a, b, c, out
 
 
-def pair():
-    """inp -> a -> out."""
+def pair(update: bool = False):
+    """inp -> a -> out (a with an update a[x] += 1.0)."""
     inp = halo.ImageParam(halo.float32, 1, "inp")
     a, out = halo.Func("a"), halo.Func("out")
     a[x] = inp[x] * 2.0
+    if update:
+        a[x] += 1.0
     out[x] = a[x] + 1.0
     return a, out
 
@@ -114,8 +116,7 @@ def test_compute_inline_on_an_output_is_an_error():
 
 def test_compute_inline_of_a_func_with_updates_is_an_error():
     """A Func with an update definition can't be substituted into its uses."""
-    a, out = pair()
-    a[x] += 1.0
+    a, out = pair(update=True)
     a.compute_inline()
     with pytest.raises(halo.ScheduleError, match=r"a.compute_inline\(\): a has update"):
         context_of(out)

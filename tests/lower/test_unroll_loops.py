@@ -93,7 +93,8 @@ def test_unroll_of_a_loop_with_a_symbolic_extent_is_an_error():
     f = halo.Func("f")
     f[x] = x
     f.unroll(x)
-    with pytest.raises(halo.ScheduleError, match="unroll: f loop x has extent .* not a constant"):
+    with pytest.raises(halo.ScheduleError, match=r"f\.unroll\(x\): loop x of f has extent .* not a "
+                       "constant"):
         lowered(f)
 
 
@@ -102,7 +103,7 @@ def test_vectorize_of_a_loop_with_a_symbolic_extent_is_an_error():
     f = halo.Func("f")
     f[x] = x
     f.vectorize(x)
-    with pytest.raises(halo.ScheduleError, match="vectorize: f loop x has extent"):
+    with pytest.raises(halo.ScheduleError, match=r"f\.vectorize\(x\): loop x of f has extent"):
         lowered(f)
 
 

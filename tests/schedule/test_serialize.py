@@ -45,8 +45,21 @@ def _matmul_update(out, f):
     out.vectorize(j, 8)
 
 
+def _blur_reused_names(out, f):
+    """Names a split or fuse consumed, reused as Halide's schedules do (issue 12)."""
+    out.tile(y, x, yo, xo, y, x, 8, 16).fuse(yo, xo, t).split(t, t, xo, 2) \
+        .fuse(t, xo, yo).parallel(yo)
+    f["blur_x"].compute_at(out, yo)
+
+
+def _blur_fuse_into_a_consumed_name(out, f):
+    out.tile(y, x, yo, xo, yi, xi, 8, 16).fuse(yo, xo, y).parallel(y)
+    f["blur_x"].compute_at(out, y)
+
+
 CASES = [(blur, _blur_tiles), (blur, _blur_store_at), (blur, _blur_fuse_after_reorder),
-         (matmul, _matmul_update)]
+         (matmul, _matmul_update), (blur, _blur_reused_names),
+         (blur, _blur_fuse_into_a_consumed_name)]
 
 
 def _namespace(out) -> dict:

@@ -203,9 +203,10 @@ class _FunctionEmitter:
         self._counted_loop(loop, t, self._expr(loop.min), self._expr(loop.extent))
 
     def _counted_loop(self, loop: n.For, t: Type, start: ir.Value, extent: ir.Value) -> None:
-        """for (name = start, end = start + extent; name < end; name++) loop.body"""
+        """for (k = 0; k < extent; k++) { name = start + k; loop.body }. Counting from zero
+        keeps the end out of the arithmetic: start + extent overflows for a loop that ends
+        at the type's maximum, as a region ending at int32's maximum does."""
         b = self._builder
-        end = b.add(start, extent)
         preheader = b.block
         header = self._function.append_basic_block(f"{loop.name}.loop")
         body = self._function.append_basic_block(f"{loop.name}.body")
@@ -213,18 +214,20 @@ class _FunctionEmitter:
         b.branch(header)
 
         b.position_at_end(header)
-        counter = b.phi(start.type, name=loop.name)
-        counter.add_incoming(start, preheader)
-        b.cbranch(arithmetic.less_than(b, t, counter, end), body, exit_block)
+        done = b.phi(start.type, name=f"{loop.name}.done")
+        done.add_incoming(ir.Constant(start.type, 0), preheader)
+        b.cbranch(arithmetic.less_than(b, t, done, extent), body, exit_block)
 
         b.position_at_end(body)
+        # done < extent, so neither start + done (a point of the loop) nor done + 1 can
+        # overflow: saying so lets LLVM widen the counter to 64 bits and vectorize
+        # without runtime checks.
+        no_wrap = "nsw" if t.is_int else "nuw"
+        counter = b.add(start, done, name=loop.name, flags=(no_wrap,))
         with _bound(self._scalars, loop.name, _Binding(t, counter)):
             self._stmt(loop.body)
-        # counter < end, so counter + 1 can't overflow: saying so lets LLVM widen the
-        # counter to 64 bits and vectorize without runtime checks.
-        no_wrap = "nsw" if t.is_int else "nuw"
-        step = b.add(counter, ir.Constant(counter.type, 1), flags=(no_wrap,))
-        counter.add_incoming(step, b.block)
+        step = b.add(done, ir.Constant(done.type, 1), flags=(no_wrap,))
+        done.add_incoming(step, b.block)
         b.branch(header)
 
         b.position_at_end(exit_block)
