@@ -19,7 +19,8 @@ dimension and moves monotonically, only the new part needs computing:
 induction every row of the region at iteration i was computed at some iteration <= i and
 is still stored: the region's ends never move back, and the new part is clamped into
 the region, so it never leaves the allocation even when an iteration needs nothing.
-When several loops qualify, the innermost one is used. The lets `f.s0.v.min/max` keep
+When several loops qualify, the innermost one along which the regions of
+consecutive iterations overlap is used (else the innermost). The lets `f.s0.v.min/max` keep
 the required region (producers of `f` and `storage_folding` read them); only `f`'s produce
 sees the shrunk bound.
 
@@ -42,7 +43,7 @@ from dataclasses import dataclass
 
 from halo.analysis.loops import Split, TailStrategy
 from halo.analysis.monotonic import Monotonic, monotonic
-from halo.analysis.simplify import simplify
+from halo.analysis.simplify import can_prove, simplify
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.substitute import substitute, uses_var
@@ -115,16 +116,19 @@ class _Slider:
         prefix = self.ctx.stage_prefix(self.name, 0)
         region = [(_expand(n.Var(f"{prefix}{v.name}.min"), lets),
                    _expand(n.Var(f"{prefix}{v.name}.max"), lets)) for v in f.args]
-        for depth in reversed(range(guarded, len(loops))):  # the innermost loop first
-            window = _window(region, loops, depth)
-            if window is None:
-                continue
-            dim, direction = window
-            loop = loops[depth]
-            self.ctx.sliding_windows[self.name] = SlidingWindow(
-                self.name, dim, loop.name, *region[dim])
-            return _shrink(pc, f"{prefix}{f.args[dim].name}", region[dim], loop, direction)
-        return pc
+        candidates = [(loops[depth], window)  # the innermost loop first
+                      for depth in reversed(range(guarded, len(loops)))
+                      if (window := _window(region, loops, depth)) is not None]
+        if not candidates:
+            return pc
+        # Along a loop whose iterations need disjoint parts (the outer x of a vectorized
+        # consumer) sliding reuses nothing; an outer loop whose regions overlap does.
+        loop, (dim, direction) = next(
+            (c for c in candidates if _overlaps(region[c[1][0]], c[0], c[1][1])),
+            candidates[0])
+        self.ctx.sliding_windows[self.name] = SlidingWindow(
+            self.name, dim, loop.name, *region[dim])
+        return _shrink(pc, f"{prefix}{f.args[dim].name}", region[dim], loop, direction)
 
 
 def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
@@ -146,6 +150,16 @@ def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
     if directions not in ({Monotonic.INCREASING}, {Monotonic.DECREASING}):
         return None
     return dim, directions.pop()
+
+
+def _overlaps(extremes: tuple[n.Expr, n.Expr], loop: n.For, direction: Monotonic) -> bool:
+    """Whether the region at each iteration of `loop` provably shares a point with the
+    previous iteration's (so sliding along `loop` reuses something)."""
+    lo, hi = extremes
+    previous = {loop.name: n.Sub(n.Var(loop.name), const(1))}
+    if direction is Monotonic.INCREASING:
+        return can_prove(n.LE(lo, substitute(hi, previous)))
+    return can_prove(n.LE(substitute(lo, previous), hi))
 
 
 def _shrink(pc: n.ProducerConsumer, bound: str, extremes: tuple[n.Expr, n.Expr],
