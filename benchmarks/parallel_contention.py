@@ -4,7 +4,8 @@ Times a trivial parallel loop (a 1080x1920 uint8 add, `parallel(y)`) against the
 loop serial, each in a fresh process (libgomp reads its wait policy when it is loaded),
 for each setting of libgomp's wait policy: halo's default (`GOMP_SPINCOUNT` =
 `SPIN_COUNT`), libgomp's own default (spin 300,000 rounds), `OMP_WAIT_POLICY=PASSIVE`.
-Each is measured idle and with a competing busy process pinned to one core (taskset);
+Each is measured idle and with a competing busy process pinned to one core (taskset;
+`--cpus 0,1` runs the children on two cores, as on a small machine);
 every number is the median of `--calls` calls, the best of `--runs` processes.
 """
 from __future__ import annotations
@@ -55,11 +56,12 @@ def measure_in_this_process(calls: int) -> dict[str, float]:
     return out
 
 
-def _child(env: dict[str, str], calls: int) -> dict[str, float]:
+def _child(env: dict[str, str], calls: int, cpus: str | None) -> dict[str, float]:
     clean = {k: v for k, v in os.environ.items()
              if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    pin = ["taskset", "-c", cpus] if cpus else []
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks.parallel_contention", "--child",
+        [*pin, sys.executable, "-m", "benchmarks.parallel_contention", "--child",
          "--calls", str(calls)], cwd=ROOT, env={**clean, **env}, check=True,
         capture_output=True, text=True, timeout=300)
     return json.loads(result.stdout.strip().splitlines()[-1])
@@ -69,6 +71,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cpus", help="run on these CPUs only (taskset -c list, e.g. "
+                        "0,1); the busy process takes the first")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -78,11 +82,12 @@ def main() -> None:
     for load in ("idle", "one core busy"):
         busy = None
         if load != "idle":
-            busy = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-c",
+            first = (args.cpus or "0").split(",")[0].split("-")[0]
+            busy = subprocess.Popen(["taskset", "-c", first, sys.executable, "-c",
                                      "while True: pass"])
         try:
             for name, env in POLICIES.items():
-                runs = [_child(env, args.calls) for _ in range(args.runs)]
+                runs = [_child(env, args.calls, args.cpus) for _ in range(args.runs)]
                 serial = min(r["serial"] for r in runs)
                 parallel = min(r["parallel"] for r in runs)
                 print(f"{name:26} {load:>10} {serial:10.3f} {parallel:12.3f}", flush=True)

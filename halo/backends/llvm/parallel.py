@@ -74,9 +74,11 @@ _LIBGOMP_FALLBACK = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 _INT = ir.IntType(32)  # C's int and unsigned in libgomp's signatures
 _TASK_TYPE = ir.FunctionType(ir.VoidType(), [POINTER])
 # Rounds a waiting thread spins before it sleeps (libgomp's GOMP_SPINCOUNT), unless the
-# user set OMP_WAIT_POLICY or GOMP_SPINCOUNT: a few microseconds, short enough that a
-# busy machine doesn't lose its cores to spinning (benchmarks/parallel_contention.py).
-SPIN_COUNT = 10_000
+# user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (libgomp's own count for an oversubscribed
+# machine). Measured on 16 idle cores with one made busy, 1080x1920 uint8 add, median ms
+# (benchmarks/parallel_contention.py): libgomp's default 8.0, 100000: 3.1, 10000: 0.42,
+# 1000: 0.21, PASSIVE: 0.21; all idle cores: 0.16, 0.14, 0.14, 0.18, 0.17.
+SPIN_COUNT = 1_000
 # Chunks per thread of the team: few enough that claiming costs nothing, enough that a
 # thread that wakes late (or a slow iteration) leaves the others work to take over.
 _CHUNKS_PER_THREAD = 8
