@@ -72,8 +72,11 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
     A vectorized loop's guards are looked for inside the loops it holds too (an update's
     reduction loops), since a guard left there would be predicated: one that holds over
     the vector and those loops is hoisted out of vector code whole."""
+    looked_into = {loop.name: Interval(loop.min, simplify(
+        n.Sub(n.Add(loop.min, loop.extent), n.const(1))))}
     vector = loop.kind is ForKind.VECTORIZED
-    for guard, lets, inner in _guards(loop.body, {}, {} if vector else None):
+    for guard, lets, scope in _guards(loop.body, {}, looked_into if vector else None):
+        inner = {name: r for name, r in scope.items() if name != loop.name}
         cond = simplify(substitute(guard.condition, lets))
         if not _is_index_condition(cond):
             continue
@@ -109,7 +112,7 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
             return _branch(_and_all(invariant), split, original) if invariant else split
         # A loop of constant extent is a tile's inside, whose guard holds for whole tiles.
         everywhere = _holds_over(cond, loop, inner)
-        if everywhere is not None:
+        if everywhere is not None and not free_vars(everywhere) & moving:
             return _branch(everywhere, _partition(fast, original), original)
     # Not a loop around producers computed per iteration (a tile loop): copying those
     # multiplies code for a clamp or two per tile.
@@ -274,6 +277,8 @@ def _guards(s: n.Stmt, lets: dict[str, n.Expr], loops: dict[str, Interval] | Non
             yield from _guards(consume, lets, loops)
         case n.For(name=name, min=lo, extent=extent, body=body) if loops is not None:
             lo, extent = substitute(lo, lets), substitute(extent, lets)
+            if (free_vars(lo) | free_vars(extent)) & loops.keys():
+                return  # (a range that moves with the loops around it isn't exact)
             last = simplify(n.Sub(n.Add(lo, extent), n.const(1)))
             yield from _guards(body, lets, {**loops, name: Interval(lo, last)})
 
