@@ -66,6 +66,12 @@ class Kernel:
         """The outputs of one call: inputs by object (`inputs`) or by name (`named`)."""
         env = self.lowered.env
         arrays, scalars = bind(env, inputs, **named)
+        # Extents first: a broadcast view too big to index has billions of elements to copy.
+        for name, arr in arrays.items():
+            for i in range(arr.ndim):
+                if f"{name}.extent.{i}" in self._array_scalars:
+                    t, description = self._array_scalars[f"{name}.extent.{i}"]
+                    checked_scalar(t, arr.shape[i], description)
         arrays = {name: _addressable(a) for name, a in arrays.items()}
         outs = self._outputs(shape, out)
         origin = checked_origin(origin, outs[0].ndim, f"{self.output_names[0]}.realize(...)")
