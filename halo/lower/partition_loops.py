@@ -23,7 +23,10 @@ A guard is an IfThenElse reached from the loop body through lets, blocks, alloca
 and produce/consume nodes; its condition
 is a conjunction of integer comparisons without loads. Only the fast copies are processed
 further, so each guard adds one copy of a loop nest, not a product of them. Parallel,
-vectorized and unrolled loops are only unswitched (their extents stay as scheduled).
+vectorized and unrolled loops are only unswitched (their extents stay as scheduled); a
+parallel loop whose last tile may be short keeps the choice in each iteration where not
+every tile is whole, so only the short tile runs guarded. A vectorized loop's guards are
+also looked for under the loops inside it (an update's reduction loops).
 """
 from __future__ import annotations
 
@@ -64,30 +67,52 @@ class _Partition(IRMutator):
 def _partition(loop: n.For, original: n.For) -> n.Stmt:
     """`loop` with its hoistable guards hoisted; `original`, the same loop before any
     guard was hoisted from it, is what runs where a guard may fail. Branches around
-    copies of `original` merge, so the nest keeps one fast and one original copy."""
-    for guard, lets in _guards(loop.body, {}):
+    copies of `original` merge, so the nest keeps one fast and one original copy.
+
+    A vectorized loop's guards are looked for inside the loops it holds too (an update's
+    reduction loops), since a guard left there would be predicated: one that holds over
+    the vector and those loops is hoisted out of vector code whole."""
+    looked_into = {loop.name: Interval(loop.min, simplify(
+        n.Sub(n.Add(loop.min, loop.extent), n.const(1))))}
+    vector = loop.kind is ForKind.VECTORIZED
+    for guard, lets, scope in _guards(loop.body, {}, looked_into if vector else None):
+        inner = {name: r for name, r in scope.items() if name != loop.name}
         cond = simplify(substitute(guard.condition, lets))
         if not _is_index_condition(cond):
             continue
         fast = n.For(loop.name, loop.min, loop.extent, loop.kind,
                      _replace(loop.body, guard, guard.then_case))
-        if loop.name not in free_vars(cond):
+        moving = {loop.name, *inner}
+        varying = [c for c in _conjuncts(cond) if free_vars(c) & moving]
+        if not varying:
             return _branch(cond, _partition(fast, original), original)
-        # A loop of run-time extent is where a tail lies (its last iterations); a loop
-        # of constant extent is a tile's inside, whose guard holds for whole tiles.
-        if loop.kind is ForKind.SERIAL and not isinstance(loop.extent, n.Const):
-            steady = _steady_range(cond, loop)
-            if steady is not None:
-                start, end = steady
-                last = n.Add(loop.min, loop.extent)
-                def part(lo, hi, body):
-                    return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
-                return block(part(loop.min, start, original.body),
-                             _partition(part(start, end, fast.body),
-                                        part(start, end, original.body)),
-                             part(end, last, original.body))
-        everywhere = _holds_over(cond, loop)
-        if everywhere is not None:
+        if not isinstance(loop.extent, n.Const):
+            # A loop of run-time extent is a loop over tiles, whose last ones may be cut
+            # short: a serial one splits around its steady state; where a parallel one
+            # has a short tile, each iteration keeps its own choice (`loop`), so one
+            # partial tile doesn't send every tile down the guarded path.
+            serial = loop.kind is ForKind.SERIAL
+            steady = _steady_range(_and_all(varying), loop) if serial else None
+            if steady is None:
+                everywhere = _holds_over(cond, loop, inner)
+                if everywhere is not None:
+                    return _branch(everywhere, _partition(fast, original),
+                                   original if serial else loop)
+                continue
+            start, end = steady
+            last = n.Add(loop.min, loop.extent)
+            def part(lo, hi, body):
+                return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
+            split = block(part(loop.min, start, original.body),
+                          _partition(part(start, end, fast.body),
+                                     part(start, end, original.body)),
+                          part(end, last, original.body))
+            # (conditions on enclosing loops only: hoisted around the split by them)
+            invariant = [c for c in _conjuncts(cond) if c not in varying]
+            return _branch(_and_all(invariant), split, original) if invariant else split
+        # A loop of constant extent is a tile's inside, whose guard holds for whole tiles.
+        everywhere = _holds_over(cond, loop, inner)
+        if everywhere is not None and not free_vars(everywhere) & moving:
             return _branch(everywhere, _partition(fast, original), original)
     # Not a loop around producers computed per iteration (a tile loop): copying those
     # multiplies code for a clamp or two per tile.
@@ -232,23 +257,30 @@ def _branch(cond: n.Expr, fast: n.Stmt, original: n.Stmt) -> n.Stmt:
     return n.IfThenElse(cond, fast, original)
 
 
-def _guards(s: n.Stmt, lets: dict[str, n.Expr]):
+def _guards(s: n.Stmt, lets: dict[str, n.Expr], loops: dict[str, Interval] | None):
     """The IfThenElse nodes reachable from `s` through lets, blocks, allocations and
-    produce/consume nodes, each with the
-    values of the lets around it (substituted into one another)."""
+    produce/consume nodes (and loops, where `loops` is not None), each with the values
+    of the lets around it (substituted into one another) and the ranges of the loops
+    around it (None: loops are not looked into)."""
     match s:
         case n.IfThenElse():
-            yield s, lets
+            yield s, lets, loops or {}
         case n.LetStmt(name=name, value=value, body=body):
-            yield from _guards(body, {**lets, name: substitute(value, lets)})
+            yield from _guards(body, {**lets, name: substitute(value, lets)}, loops)
         case n.Block(stmts=stmts):
             for child in stmts:
-                yield from _guards(child, lets)
+                yield from _guards(child, lets, loops)
         case n.Allocate(body=body):
-            yield from _guards(body, lets)
+            yield from _guards(body, lets, loops)
         case n.ProducerConsumer(produce=produce, consume=consume):
-            yield from _guards(produce, lets)
-            yield from _guards(consume, lets)
+            yield from _guards(produce, lets, loops)
+            yield from _guards(consume, lets, loops)
+        case n.For(name=name, min=lo, extent=extent, body=body) if loops is not None:
+            lo, extent = substitute(lo, lets), substitute(extent, lets)
+            if (free_vars(lo) | free_vars(extent)) & loops.keys():
+                return  # (a range that moves with the loops around it isn't exact)
+            last = simplify(n.Sub(n.Add(lo, extent), n.const(1)))
+            yield from _guards(body, lets, {**loops, name: Interval(lo, last)})
 
 
 def _replace(s: n.Stmt, old: n.Stmt, new: n.Stmt) -> n.Stmt:
@@ -282,11 +314,12 @@ def _slack(c: n.Expr) -> n.Expr:
     raise AssertionError(c)
 
 
-def _holds_over(cond: n.Expr, loop: n.For) -> n.Expr | None:
-    """A condition free of the loop variable under which `cond` holds for every value of
-    it, or None if interval arithmetic can't give an exact one."""
+def _holds_over(cond: n.Expr, loop: n.For, inner: dict[str, Interval]) -> n.Expr | None:
+    """A condition free of the loop variable (and of the loops `inner`, inside it) under
+    which `cond` holds for every value of them, or None if interval arithmetic can't give
+    an exact one."""
     scope = {loop.name: Interval(loop.min, simplify(n.Sub(n.Add(loop.min, loop.extent),
-                                                          n.const(1))))}
+                                                          n.const(1)))), **inner}
     parts = []
     for c in _conjuncts(cond):
         low = _exact_low(simplify(_slack(c)), scope)

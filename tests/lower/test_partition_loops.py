@@ -141,3 +141,56 @@ def test_partitioned_clamps_match_the_reference(width):
                                halo.reference(f, (width,), inputs={inp: data}))
     np.testing.assert_allclose(f.realize((width,), inputs={inp: data}),
                                padded[:-2] + padded[1:-1] * 2 + padded[2:], rtol=1e-6)
+
+
+def _tiled_convolution(parallel: bool) -> tuple[halo.Func, halo.ImageParam, halo.ImageParam]:
+    """A 5x5 convolution update tiled 16x64 and vectorized: its reduction loops sit
+    inside the vectorized loop, and its tail guards inside them."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    weights = halo.ImageParam(halo.float32, 2, "weights")
+    clamped = halo.boundary.repeat_edge(inp)
+    r = halo.RDom((0, 5), (0, 5), name="r")
+    f = halo.Func("f")
+    f[y, x] = 0.0
+    f[y, x] += clamped[y + r.x - 2, x + r.y - 2] * weights[r.x, r.y]
+    f.update(0).tile(y, x, yo, xo, yi, xi, 16, 64).vectorize(xi, 8)
+    if parallel:
+        f.update(0).parallel(yo)
+    return f, inp, weights
+
+
+def test_guards_under_the_reduction_loops_of_a_vector_loop_leave_vector_code():
+    """The update's guards `x < max + 1` and `y < max + 1` sit under the reduction loops
+    inside the vectorized loop; they hold over the vector and those loops for whole tiles,
+    so the steady state's vector code has no guard (it was masked everywhere, for every
+    size, before)."""
+    f, _, _ = _tiled_convolution(parallel=False)
+    stmt = partitioned(f)
+    vectors = [lp for lp in nodes_of(stmt, n.For) if lp.kind is ForKind.VECTORIZED]
+    assert any(not nodes_of(lp, n.IfThenElse) for lp in vectors)
+
+
+def test_a_partial_tile_of_a_parallel_loop_leaves_the_other_tiles_fast():
+    """Where the rows aren't a multiple of 16 (1535), the last tile of rows is short. The
+    parallel loop over tiles can't be split around a steady state, so the choice stays in
+    each iteration: every copy of the parallel loop holds a guard-free loop over column
+    tiles (the one short tile sent the whole stage to the guarded copy before)."""
+    f, _, _ = _tiled_convolution(parallel=True)
+    stmt = partitioned(f)
+    parallel = [lp for lp in nodes_of(stmt, n.For) if lp.kind is ForKind.PARALLEL]
+    assert parallel
+    for lp in parallel:
+        assert any(not guards_inside(inner, ForKind.VECTORIZED)
+                   for inner in nodes_of(lp.body, n.For, "f.s1.x.xo"))
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (16, 64), (17, 70), (33, 129)])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_tiled_convolution_update_matches_the_reference(shape, parallel):
+    """Whole and partial tiles, in rows and columns, together write every point once."""
+    f, inp, weights = _tiled_convolution(parallel)
+    rng = np.random.default_rng(sum(shape))
+    inputs = {inp: rng.random(shape, dtype=np.float32),
+              weights: rng.random((5, 5), dtype=np.float32)}
+    np.testing.assert_allclose(f.realize(shape, inputs=inputs),
+                               halo.reference(f, shape, inputs=inputs), rtol=1e-5)

@@ -40,6 +40,15 @@ LLVM nothing about aliasing). Allocations in the body belong to the task: a stac
 allocation is an `alloca` in that function's entry block, so one per thread; a heap
 allocation is a malloc and free per iteration.
 
+libgomp's threads wait for work by spinning, then sleeping; it reads how long from
+`OMP_WAIT_POLICY` and `GOMP_SPINCOUNT` once, when it is loaded. Its default spin (300,000
+rounds, tens of milliseconds) made each parallel loop cost ~8 ms on a machine with one
+core busy elsewhere (the spinning threads and the other process take turns on the core).
+So unless the user set either variable, halo sets `GOMP_SPINCOUNT` to `SPIN_COUNT` before
+loading libgomp: threads spin briefly, then sleep, as Halide's pool does
+(`benchmarks/parallel_contention.py` measures both ways). A libgomp that another library
+loaded first keeps the policy it read then.
+
 libgomp doesn't survive `fork`: a child forked after a parallel loop ran waits forever in
 its own first parallel loop. Processes that run kernels in children should start them with
 multiprocessing's "spawn" or "forkserver" method.
@@ -47,6 +56,7 @@ multiprocessing's "spawn" or "forkserver" method.
 from __future__ import annotations
 
 import ctypes.util
+import os
 from collections.abc import Mapping
 from functools import cache
 
@@ -63,6 +73,12 @@ from halo.ir.visitor import walk
 _LIBGOMP_FALLBACK = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 _INT = ir.IntType(32)  # C's int and unsigned in libgomp's signatures
 _TASK_TYPE = ir.FunctionType(ir.VoidType(), [POINTER])
+# Rounds a waiting thread spins before it sleeps (libgomp's GOMP_SPINCOUNT), unless the
+# user set OMP_WAIT_POLICY or GOMP_SPINCOUNT (libgomp's own count for an oversubscribed
+# machine). Measured on 16 idle cores with one made busy, 1080x1920 uint8 add, median ms
+# (benchmarks/parallel_contention.py): libgomp's default 8.0, 100000: 3.1, 10000: 0.42,
+# 1000: 0.21, PASSIVE: 0.21; all idle cores: 0.16, 0.14, 0.14, 0.18, 0.17.
+SPIN_COUNT = 1_000
 # Chunks per thread of the team: few enough that claiming costs nothing, enough that a
 # thread that wakes late (or a slow iteration) leaves the others work to take over.
 _CHUNKS_PER_THREAD = 8
@@ -169,7 +185,10 @@ def _declare(module: ir.Module, name: str, result: ir.Type, params: list[ir.Type
 
 @cache
 def load_libgomp() -> None:
-    """Make libgomp's symbols visible to the JIT, once per process."""
+    """Make libgomp's symbols visible to the JIT, once per process, its threads spinning
+    briefly before they sleep (unless the environment says otherwise)."""
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = str(SPIN_COUNT)
     candidates = [path for path in (ctypes.util.find_library("gomp"), _LIBGOMP_FALLBACK)
                   if path]
     for path in candidates:
