@@ -19,8 +19,7 @@ dimension and moves monotonically, only the new part needs computing:
 induction every row of the region at iteration i was computed at some iteration <= i and
 is still stored: the region's ends never move back, and the new part is clamped into
 the region, so it never leaves the allocation even when an iteration needs nothing.
-When several loops qualify, the innermost one along which the regions of consecutive
-iterations overlap is used (else the innermost); its first iteration continues
+When several loops qualify, the innermost one is used; its first iteration continues
 from the previous iteration of each loop around it where the region keeps moving the same
 way across that boundary (`g.compute_at(h, x)` with f computed in g's x loop: g's loop
 restarts one step further at each h.x), so only the first iteration of all of them
@@ -125,11 +124,7 @@ class _Slider:
                       if (window := _window(region, loops, depth)) is not None]
         if not candidates:
             return pc
-        # Along a loop whose iterations need disjoint parts (the outer x of a vectorized
-        # consumer) sliding reuses nothing; an outer loop whose regions overlap does.
-        depth, (dim, direction) = next(
-            (c for c in candidates if _overlaps(region[c[1][0]], loops[c[0]], c[1][1])),
-            candidates[0])
+        depth, (dim, direction) = candidates[0]
         if not _updates_slide(f, dim):
             return pc
         loop = loops[depth]
@@ -160,16 +155,6 @@ def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
     if directions not in ({Monotonic.INCREASING}, {Monotonic.DECREASING}):
         return None
     return dim, directions.pop()
-
-
-def _overlaps(extremes: tuple[n.Expr, n.Expr], loop: n.For, direction: Monotonic) -> bool:
-    """Whether the region at each iteration of `loop` provably shares a point with the
-    previous iteration's (so sliding along `loop` reuses something)."""
-    lo, hi = extremes
-    previous = {loop.name: n.Sub(n.Var(loop.name), const(1))}
-    if direction is Monotonic.INCREASING:
-        return can_prove(n.LE(lo, substitute(hi, previous)))
-    return can_prove(n.LE(substitute(lo, previous), hi))
 
 
 def _carried(region: list[tuple[n.Expr, n.Expr]], dim: int, direction: Monotonic,
