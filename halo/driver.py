@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from threading import Lock
 
 import numpy as np
 
@@ -30,6 +28,7 @@ from halo.lang.driver_seam import install_pipeline
 from halo.lang.environment import Environment
 from halo.lang.func import Func
 from halo.lower.pipeline import Lowered, lower
+from halo.lru_cache import LRUCache
 from halo.runtime.kernel import Kernel
 from halo.schedule.serialize import schedules_to_json
 from halo.target import Target
@@ -125,29 +124,7 @@ def _definition_key(d) -> tuple:
             predicate)
 
 
-class _KernelCache:
-    """Kernels by program key, least recently used evicted first. Safe to use from
-    several threads."""
-
-    def __init__(self, capacity: int = 64):
-        self.capacity = capacity
-        self._entries: OrderedDict[tuple, Kernel] = OrderedDict()
-        self._lock = Lock()
-
-    def get(self, key: tuple, build: Callable[[], Kernel]) -> Kernel:
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key]
-        kernel = build()  # outside the lock: other pipelines compile meanwhile
-        with self._lock:
-            kernel = self._entries.setdefault(key, kernel)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
-        return kernel
-
-
-_kernels = _KernelCache()
+_kernels: LRUCache[Kernel] = LRUCache(capacity=64)
 
 
 # Func.realize/compile/lower run through this (the language can't import the driver).

@@ -9,15 +9,14 @@ costs one compile.
 """
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from threading import Lock
 from typing import Protocol
 
 from halo.backends import llvm
 from halo.backends.arguments import Argument, arguments_of
 from halo.lower.pipeline import Lowered
+from halo.lru_cache import LRUCache
 from halo.target import Target, TargetKind
 
 
@@ -56,29 +55,7 @@ _BACKENDS: dict[TargetKind, Callable[[Lowered, Sequence[Argument], Target],
 }
 
 
-class _CompileCache:
-    """Compiled pipelines, least recently used evicted first: each live JIT engine holds
-    about 1 MB, so the cache is bounded. Safe to use from several threads."""
-
-    def __init__(self, capacity: int = 128):
-        self.capacity = capacity
-        self._entries: OrderedDict[tuple, CompiledPipeline] = OrderedDict()
-        self._lock = Lock()
-
-    def get(self, key: tuple, build: Callable[[], CompiledPipeline]) -> CompiledPipeline:
-        with self._lock:
-            if key in self._entries:
-                self._entries.move_to_end(key)
-                return self._entries[key]
-        value = build()  # outside the lock: compiles of other pipelines go on meanwhile
-        with self._lock:
-            value = self._entries.setdefault(key, value)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.capacity:
-                self._entries.popitem(last=False)
-        return value
-
-
-_cache = _CompileCache()
+# Each live JIT engine holds about 1 MB, so the cache is bounded.
+_cache: LRUCache[CompiledPipeline] = LRUCache(capacity=128)
 
 __all__ = ["Argument", "CompiledPipeline", "arguments_of", "compile"]

@@ -7,6 +7,7 @@ import pytest
 
 import halo
 from halo import driver
+from halo.lru_cache import LRUCache
 
 y, x, xo, xi = halo.vars("y x xo xi")
 
@@ -22,7 +23,7 @@ def lowerings(monkeypatch):
         return real(env, target)
 
     monkeypatch.setattr(driver, "lower", counting)
-    monkeypatch.setattr(driver, "_kernels", driver._KernelCache())  # none from other tests
+    monkeypatch.setattr(driver, "_kernels", LRUCache(capacity=64))  # none from other tests
     monkeypatch.delenv("HALO_DEBUG", raising=False)
     monkeypatch.delenv("HALO_DUMP_IR", raising=False)
     return count

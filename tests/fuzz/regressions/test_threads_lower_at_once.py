@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import halo
-from halo.backends import _CompileCache
 from halo.ir.deep_stack import run_deep
+from halo.lru_cache import LRUCache
 
 from .child_process import assert_survives_in_a_child
 
@@ -104,7 +104,7 @@ def test_the_compile_cache_is_safe_from_several_threads():
     """Hits, misses and evictions of the in-memory compile cache from several threads (a
     check-then-act race raised KeyError from move_to_end when another thread evicted the
     entry in between)."""
-    cache = _CompileCache(capacity=2)
+    cache = LRUCache(capacity=2)
     errors: list[str] = []
 
     def hammer(seed: int) -> None:
