@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cache, reduce
 
 from halo.analysis.interval import Interval, IntervalAnalysis, depends_on_scope
-from halo.analysis.simplify import Simplifier
+from halo.analysis.simplify import Simplifier, shared_simplifier
 from halo.analysis.simplify.structure import StructureIds
 from halo.errors import InternalError
 from halo.ir import nodes as n
@@ -49,7 +49,7 @@ def box_union(a: Box | None, b: Box | None) -> Box | None:
         return a
     if len(a) != len(b):
         raise InternalError(f"union of boxes of {len(a)} and {len(b)} dimensions")
-    intervals = IntervalAnalysis(Simplifier())
+    intervals = IntervalAnalysis(shared_simplifier())
     return tuple(intervals.union(p, q) for p, q in zip(a, b, strict=True))
 
 
@@ -76,7 +76,7 @@ def boxes_touched_each(node: n.Stmt | n.Expr, accesses: Sequence[Access],
                        simplifier: Simplifier | None = None) -> list[Box | None]:
     """`boxes_touched` for each of `accesses`, in one walk of `node` (which bounds each
     loop and let once for all of them)."""
-    finder = _BoxFinder(accesses, _LazyScope(dict(scope or {})), simplifier or Simplifier())
+    finder = _BoxFinder(accesses, _LazyScope(dict(scope or {})), simplifier or shared_simplifier())
     finder.visit(node)
     return finder.boxes()
 

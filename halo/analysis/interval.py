@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from halo.analysis.simplify import Simplifier
+from halo.analysis.simplify import Simplifier, shared_simplifier
 from halo.analysis.simplify.cast import represents
 from halo.analysis.simplify.pattern import no_overflow
 from halo.analysis.simplify.simplifier import is_const_true
@@ -78,17 +78,17 @@ class Interval:
 
     def union(self, other: Interval) -> Interval:
         """The smallest interval containing both (min of mins, max of maxes), simplified."""
-        return IntervalAnalysis(Simplifier()).union(self, other)
+        return IntervalAnalysis(shared_simplifier()).union(self, other)
 
     def intersect(self, other: Interval) -> Interval:
         """The interval of values in both (max of mins, min of maxes), simplified."""
-        return IntervalAnalysis(Simplifier()).intersect(self, other)
+        return IntervalAnalysis(shared_simplifier()).intersect(self, other)
 
 
 def bounds_of_expr(e: n.Expr, scope: Mapping[str, Interval]) -> Interval:
     """An interval containing every value of `e` with the variables of `scope` in their
     intervals (see the module docstring)."""
-    return IntervalAnalysis(Simplifier()).bounds(e, scope)
+    return IntervalAnalysis(shared_simplifier()).bounds(e, scope)
 
 
 def type_range(t: Type) -> Interval:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from halo.analysis.simplify import sharing
 from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import stmt_to_str
@@ -107,15 +108,17 @@ def lower(env: Environment, target: Target, stop_after: str | None = None,
     debug = int(os.environ.get("HALO_DEBUG", "0") or 0)
     dump = os.environ.get("HALO_DUMP_IR")
     stmt: n.Stmt | None = None
-    for i, (name, run) in enumerate(pipeline):
-        if name not in skip:
-            stmt = run(stmt, ctx)
-            if debug >= 2 and stmt is not None:
-                print(f"--- after {name} ---\n{stmt_to_str(stmt)}")
-            if dump and stmt is not None:
-                Path(dump).mkdir(parents=True, exist_ok=True)
-                Path(dump, f"{i:02d}_{name}.txt").write_text(stmt_to_str(stmt))
-        if name == stop_after:
-            break
+    # Every pass's simplifications share the simplifier's memos (`sharing`).
+    with sharing(ctx.simplifier):
+        for i, (name, run) in enumerate(pipeline):
+            if name not in skip:
+                stmt = run(stmt, ctx)
+                if debug >= 2 and stmt is not None:
+                    print(f"--- after {name} ---\n{stmt_to_str(stmt)}")
+                if dump and stmt is not None:
+                    Path(dump).mkdir(parents=True, exist_ok=True)
+                    Path(dump, f"{i:02d}_{name}.txt").write_text(stmt_to_str(stmt))
+            if name == stop_after:
+                break
     counted = store_count_names(ctx) if target.count_stores else []
     return Lowered(stmt, env, ctx.checks, counted, ctx)

@@ -10,6 +10,12 @@ Modules: `simplifier.py` (driver, statement rules), `pattern.py` (the rule langu
 `const_bounds.py` (constant ranges), and the tables `arith.py`, `minmax.py`,
 `compare.py`, `cast.py`.
 """
-from halo.analysis.simplify.simplifier import Simplifier, can_prove, simplify
+from halo.analysis.simplify.simplifier import (
+    Simplifier,
+    can_prove,
+    shared_simplifier,
+    sharing,
+    simplify,
+)
 
-__all__ = ["Simplifier", "can_prove", "simplify"]
+__all__ = ["Simplifier", "can_prove", "shared_simplifier", "sharing", "simplify"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import overload
 
@@ -48,7 +49,30 @@ def simplify(node: n.Stmt) -> n.Stmt: ...
 
 def simplify(node: n.Expr | n.Stmt) -> n.Expr | n.Stmt:
     """An equivalent, simplified `node` (see the module docstring for what that means)."""
-    return Simplifier().mutate(node)
+    return shared_simplifier().mutate(node)
+
+
+_SHARED: ContextVar[Simplifier | None] = ContextVar("halo_shared_simplifier", default=None)
+
+
+@contextmanager
+def sharing(simplifier: Simplifier) -> Iterator[None]:
+    """Inside, `simplify`, `can_prove` and `shared_simplifier()` use `simplifier` and its
+    memos (in this thread): lowering's passes simplify the same expressions many times
+    over, a fresh simplifier each time redid two thirds of lowering's simplifications
+    (benchmarks/compile_time.py)."""
+    token = _SHARED.set(simplifier)
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def shared_simplifier() -> Simplifier:
+    """The simplifier `sharing` installed, or a fresh one outside `sharing` (or while
+    the shared one is inside a scope of its own)."""
+    shared = _SHARED.get()
+    return shared if shared is not None and shared.at_root else Simplifier()
 
 
 def can_prove(cond: n.Expr) -> bool:
@@ -104,6 +128,11 @@ class Simplifier(IRMutator):
         self._scope: dict[str, Bounds] = {}
         self._replacements: dict[str, n.Expr] = {}
         self._enter({}, {})
+
+    @property
+    def at_root(self) -> bool:
+        """Whether no variable range or replacement is in force (between calls)."""
+        return not self._scope and not self._replacements
 
     # ---------------------------------------------------- what rules may ask (pattern.Analysis)
 
