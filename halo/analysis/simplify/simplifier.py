@@ -125,6 +125,11 @@ class Simplifier(IRMutator):
         # and unrolled copies meet the same one, and share its results
         # (benchmarks/compile_time.py).
         self._contexts: dict[tuple[frozenset, frozenset], _Memos] = {}
+        # Results by structure and what the context says of the expression's variables
+        # only (`_context_key`): a loop that partitioning copied or gave new bounds
+        # changes the context of its whole body, yet most of the body doesn't read it
+        # (benchmarks/compile_time.py).
+        self._by_context: dict[tuple[int, frozenset], n.Expr] = {}
         self._scope: dict[str, Bounds] = {}
         self._replacements: dict[str, n.Expr] = {}
         self._enter({}, {})
@@ -184,14 +189,35 @@ class Simplifier(IRMutator):
         number = self._structure.of(e)
         result = self._by_structure.get(number)
         if result is None:
-            if isinstance(e, n.Let):
-                result = self._let(e)
-            else:
-                result = self._rewrite(self._with_simplified_operands(e))
+            key = self._context_key(e, number)
+            result = self._by_context.get(key)
+            if result is None:
+                if isinstance(e, n.Let):
+                    result = self._let(e)
+                else:
+                    result = self._rewrite(self._with_simplified_operands(e))
+                self._by_context[key] = result
             self._by_structure[number] = result
         self._memo[id(e)] = (e, result)
         self._memo[id(result)] = (result, result)
         return result
+
+    def _context_key(self, e: n.Expr, number: int) -> tuple[int, frozenset]:
+        """`e`'s structure and what the context says of its variables: their ranges,
+        their replacements and the ranges of those. Simplifying `e` reads nothing else
+        of the context, so contexts that agree on these give the same result."""
+        scope, replacements = self._scope, self._replacements
+        if not scope and not replacements:
+            return number, frozenset()
+        facts = []
+        for name in self._structure.var_names(e):
+            bounds, value = scope.get(name), replacements.get(name)
+            if value is not None:
+                value_bounds = scope.get(value.name) if isinstance(value, n.Var) else None
+                facts.append((name, bounds, self._structure.of(value), value_bounds))
+            elif bounds is not None:
+                facts.append((name, bounds))
+        return number, frozenset(facts)
 
     def _with_simplified_operands(self, e: n.Expr) -> n.Expr:
         """`e` with its operands simplified (the same node if none changed). This is

@@ -40,6 +40,7 @@ class StructureIds:
     def __init__(self) -> None:
         self._by_object: dict[int, tuple[n.Expr, int]] = {}
         self._by_structure: dict[tuple, int] = {}
+        self._names: dict[int, frozenset[str]] = {}
 
     def of(self, e: n.Expr) -> int:
         """The number of `e`'s structure."""
@@ -78,6 +79,36 @@ class StructureIds:
         number = self._by_structure.setdefault(key, len(self._by_structure))
         self._by_object[id(node)] = (node, number)  # keeps node alive: its id stays unique
         return number
+
+    def var_names(self, e: n.Expr) -> frozenset[str]:
+        """The names of the Vars in `e` (bound by a Let inside it too), by structure."""
+        number = self.of(e)
+        names = self._names.get(number)
+        if names is not None:
+            return names
+        # Iterative post-order, so that deep expressions don't exhaust the Python stack.
+        stack = [e]
+        while stack:
+            node = stack[-1]
+            if self.of(node) in self._names:
+                stack.pop()
+                continue
+            kids = _expr_fields(node)
+            pending = [c for c in kids if self.of(c) not in self._names]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            if isinstance(node, n.Var):
+                found = frozenset((node.name,))
+            else:
+                found = frozenset()
+                for kid in kids:
+                    found |= self._names[self.of(kid)]
+                if isinstance(node, n.Let):
+                    found |= {node.name}
+            self._names[self.of(node)] = found
+        return self._names[number]
 
     def same(self, a: n.Expr, b: n.Expr) -> bool:
         """Whether `a` and `b` are structurally identical."""
