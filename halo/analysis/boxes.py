@@ -64,21 +64,69 @@ class Access:
 
 def boxes_touched(node: n.Stmt | n.Expr, name: str, *, calls: bool = True,
                   provides: bool = False, scope: Mapping[str, Interval] | None = None,
-                  simplifier: Simplifier | None = None) -> Box | None:
+                  simplifier: Simplifier | None = None,
+                  accessed: AccessedNames | None = None) -> Box | None:
     """The box of `name` that `node` reads (`calls`) and/or writes (`provides`), or None
     if it does neither (see the module docstring). A `simplifier` given is used (and its
-    memos kept) for the bounds."""
-    return boxes_touched_each(node, [Access(name, calls, provides)], scope, simplifier)[0]
+    memos kept) for the bounds, an `accessed` for which subtrees touch `name`."""
+    return boxes_touched_each(node, [Access(name, calls, provides)], scope, simplifier,
+                              accessed)[0]
 
 
 def boxes_touched_each(node: n.Stmt | n.Expr, accesses: Sequence[Access],
                        scope: Mapping[str, Interval] | None = None,
-                       simplifier: Simplifier | None = None) -> list[Box | None]:
+                       simplifier: Simplifier | None = None,
+                       accessed: AccessedNames | None = None) -> list[Box | None]:
     """`boxes_touched` for each of `accesses`, in one walk of `node` (which bounds each
     loop and let once for all of them)."""
-    finder = _BoxFinder(accesses, _LazyScope(dict(scope or {})), simplifier or shared_simplifier())
+    finder = _BoxFinder(accesses, _LazyScope(dict(scope or {})),
+                        simplifier or shared_simplifier(), accessed or AccessedNames())
     finder.visit(node)
     return finder.boxes()
+
+
+class AccessedNames:
+    """The names of the Funcs and buffers that each node calls or provides, memoized by
+    node identity (the memo keeps the nodes alive, so identities stay unique). Bounds
+    inference asks it of the same subtrees for every Func: one shared instance walks
+    them once, where a walk per Func was a third of the pass
+    (benchmarks/compile_time.py)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[n.Stmt | n.Expr, frozenset[str]]] = {}
+
+    def of(self, node: n.Stmt | n.Expr) -> frozenset[str]:
+        """The names `node` calls or provides."""
+        hit = self._memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        # Iterative post-order, so that deep expressions don't exhaust the Python stack.
+        memo = self._memo
+        stack = [node]
+        while stack:
+            top = stack[-1]
+            if id(top) in memo:
+                stack.pop()
+                continue
+            children = child_nodes(top)
+            pending = [c for c in children if id(c) not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            names = _NO_NAMES
+            for c in children:
+                below = memo[id(c)][1]
+                if not below <= names:
+                    names = below if not names else names | below
+            if isinstance(top, (n.Call, n.Provide)) and top.name not in names and (
+                    not isinstance(top, n.Call) or top.kind is not n.CallKind.MATH):
+                names = names | {top.name}
+            memo[id(top)] = (top, names)
+        return memo[id(node)][1]
+
+
+_NO_NAMES: frozenset[str] = frozenset()
 
 
 class _Extreme:
@@ -147,7 +195,8 @@ class _BoxFinder(IRVisitor):
     """Walks a statement with a scope of variable intervals, collecting a box for each
     access (see the module docstring)."""
 
-    def __init__(self, accesses: Sequence[Access], scope: _LazyScope, simplifier: Simplifier):
+    def __init__(self, accesses: Sequence[Access], scope: _LazyScope, simplifier: Simplifier,
+                 accessed: AccessedNames):
         self.accesses = list(accesses)
         self.by_name: dict[str, list[int]] = {}
         for i, access in enumerate(self.accesses):
@@ -160,7 +209,7 @@ class _BoxFinder(IRVisitor):
         # subexpressions, and walking a copy again would find the same boxes.
         self.structure = StructureIds()
         self.walked: set[int] = set()
-        self.mentions: dict[int, tuple[n.Stmt | n.Expr, bool]] = {}
+        self.accessed = accessed
 
     def boxes(self) -> list[Box | None]:
         """The box found so far of each access, or None where it touched nothing."""
@@ -172,7 +221,7 @@ class _BoxFinder(IRVisitor):
         # A subtree that never names the Funcs adds nothing to the boxes; skipping it
         # skips the bounds of its loops and lets (most of a pipeline, for most Funcs:
         # benchmarks/compile_time.py).
-        if not self._mentions_names(node):
+        if self.accessed.of(node).isdisjoint(self.by_name):
             return
         if isinstance(node, n.Expr):
             number = self.structure.of(node)
@@ -183,30 +232,6 @@ class _BoxFinder(IRVisitor):
 
     def _bounds(self, e: n.Expr) -> Interval:
         return self.intervals.bounds(e, self.scope)
-
-    def _mentions_names(self, node: n.Stmt | n.Expr) -> bool:
-        """Whether a Call or Provide of an access's name is in `node`, memoized by node
-        identity."""
-        hit = self.mentions.get(id(node))
-        if hit is not None:
-            return hit[1]
-        # Iterative post-order, so that deep expressions don't exhaust the Python stack.
-        stack = [node]
-        while stack:
-            top = stack[-1]
-            if id(top) in self.mentions:
-                stack.pop()
-                continue
-            children = child_nodes(top)
-            pending = [c for c in children if id(c) not in self.mentions]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            here = (isinstance(top, (n.Call, n.Provide)) and top.name in self.by_name
-                    or any(self.mentions[id(c)][1] for c in children))
-            self.mentions[id(top)] = (top, here)  # keeps top alive: its id stays unique
-        return self.mentions[id(node)][1]
 
     def _record(self, name: str, args: tuple[n.Expr, ...], is_call: bool) -> None:
         """Take the coordinates `args` of a call (or provide) of `name` into the boxes of
@@ -306,7 +331,7 @@ class _BoxFinder(IRVisitor):
         the one taken (an input too small for a specialized branch's reads)."""
         branches = []
         for case in (s.then_case, s.else_case):
-            finder = _BoxFinder(self.accesses, self.scope, self.simplifier)
+            finder = _BoxFinder(self.accesses, self.scope, self.simplifier, self.accessed)
             finder.visit(case)
             branches.append(finder.boxes())
         for i, (then_box, else_box) in enumerate(zip(*branches, strict=True)):

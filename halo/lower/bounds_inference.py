@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from halo.analysis.boxes import Access, boxes_touched, boxes_touched_each
+from halo.analysis.boxes import Access, AccessedNames, boxes_touched, boxes_touched_each
 from halo.analysis.interval import Interval
 from halo.analysis.loops import Split, TailStrategy, sources_after
 from halo.analysis.simplify import Simplifier
@@ -52,11 +52,13 @@ def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     # the same expressions, and its memos save most of the work
     # (benchmarks/compile_time.py).
     simplifier = ctx.simplifier
+    # Likewise, which subtrees touch a Func is asked of the same subtrees for each Func.
+    accessed = AccessedNames()
     for name in reversed(ctx.realized()):  # consumers first: their lets end up outside
-        stmt = _AtLevel(name, lambda pc, nm=name: _compute_lets(pc, nm, ctx, simplifier)
-                        ).at_level(stmt)
+        stmt = _AtLevel(name, lambda pc, nm=name: _compute_lets(pc, nm, ctx, simplifier,
+                                                                accessed)).at_level(stmt)
         stmt = _At(n.Realize, name, lambda r, nm=name: _storage_lets(
-            r, ctx.env.funcs[nm], simplifier)).mutate(stmt)
+            r, ctx.env.funcs[nm], simplifier, accessed)).mutate(stmt)
     lets: list[tuple[str, n.Expr]] = []
     for name in ctx.outputs:
         f = ctx.env.funcs[name]
@@ -92,6 +94,8 @@ class _At(IRMutator):
     def mutate(self, node):
         if isinstance(node, self.cls) and node.name == self.name:
             return self.fn(node)
+        if isinstance(node, n.Expr):  # (statements only: an expression holds none)
+            return node
         return super().mutate(node)
 
 
@@ -108,6 +112,11 @@ class _AtLevel(IRMutator):
     def at_level(self, body: n.Stmt) -> n.Stmt:
         pc = _computed_here(body, self.name)
         return self.mutate(body) if pc is None else _insert(body, self.fn(pc))
+
+    def mutate(self, node):
+        if isinstance(node, n.Expr):  # (loop levels only: an expression holds none)
+            return node
+        return super().mutate(node)
 
     def visit_For(self, loop: n.For) -> n.Stmt:
         body = self.at_level(loop.body)
@@ -159,9 +168,10 @@ def _stage_lets(name: str, pure_region, required, ctx: LowerContext):
 
 
 def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
-                  simplifier: Simplifier):
+                  simplifier: Simplifier, accessed: AccessedNames):
     f = ctx.env.funcs[name]
-    required = boxes_touched(pc.consume, name, calls=True, simplifier=simplifier)
+    required = boxes_touched(pc.consume, name, calls=True, simplifier=simplifier,
+                             accessed=accessed)
     if required is None:
         raise InternalError(f"{name} is realized but never read")
     for i, iv in enumerate(required):
@@ -178,7 +188,7 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
     updates = pc.produce.stmts[1:] if isinstance(pc.produce, n.Block) else ()
     if updates:
         touched = boxes_touched(n.Block(tuple(updates)), name, calls=True, provides=True,
-                                simplifier=simplifier)
+                                simplifier=simplifier, accessed=accessed)
         pure_region = []
         for i, (req, iv) in enumerate(zip(required, touched, strict=True)):
             if not iv.is_bounded:
@@ -220,14 +230,16 @@ def _apply_bounds(f, region: list[Interval]) -> list[Interval]:
     return region
 
 
-def _storage_lets(realize: n.Realize, f, simplifier: Simplifier) -> n.Stmt:
+def _storage_lets(realize: n.Realize, f, simplifier: Simplifier,
+                  accessed: AccessedNames) -> n.Stmt:
     """Storage covers what f's stages write and its consumers read inside the store
     level. A dimension fixed by bound() covers the bound (reads are checked against it
     before running) and whatever the loops write past it (a round_up tail)."""
     name = f.name
     touched, written, read = boxes_touched_each(realize.body, [
         Access(name, calls=True, provides=True), Access(name, calls=False, provides=True),
-        Access(name, calls=True, provides=False)], simplifier=simplifier)
+        Access(name, calls=True, provides=False)], simplifier=simplifier,
+        accessed=accessed)
     box = list(touched)
     for i, slack in _round_up_slack(f).items():
         # A round_up split writes up to `slack` points past the region it computes. That
