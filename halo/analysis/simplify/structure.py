@@ -22,8 +22,19 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls))
 
 
-def _expr_fields(e: n.Expr) -> list[n.Expr]:
-    """The expressions directly inside `e` (Call arguments included)."""
+def _expr_fields(e: n.Expr) -> tuple[n.Expr, ...]:
+    """The expressions directly inside `e` (Call arguments included), the common node
+    classes first (numbering was a sixth of lowering time: benchmarks/compile_time.py)."""
+    if isinstance(e, n.BinaryOp):
+        return e.a, e.b
+    if isinstance(e, (n.Var, n.Const)):
+        return ()
+    if isinstance(e, n.Broadcast):
+        return (e.value,)
+    if isinstance(e, n.Ramp):
+        return e.base, e.stride
+    if isinstance(e, n.Load):
+        return (e.index,) if e.predicate is None else (e.index, e.predicate)
     found = []
     for name in _field_names(type(e)):
         value = getattr(e, name)
@@ -31,7 +42,7 @@ def _expr_fields(e: n.Expr) -> list[n.Expr]:
             found.append(value)
         elif isinstance(value, tuple):
             found.extend(v for v in value if isinstance(v, n.Expr))
-    return found
+    return tuple(found)
 
 
 class StructureIds:
@@ -47,32 +58,52 @@ class StructureIds:
         hit = self._by_object.get(id(e))
         if hit is not None:
             return hit[1]
-        # Fast paths for the nodes the simplifier builds most: leaves, and binary nodes
-        # over numbered operands (numbering was a sixth of lowering time:
-        # benchmarks/compile_time.py). The keys are those the general case makes.
+        return self._number_below(e, _RECURSION_DEPTH)
+
+    def _number_below(self, e: n.Expr, depth: int) -> int:
+        """`of(e)` for an `e` not numbered yet: recursively while `depth` lasts (numbering
+        was a sixth of lowering time: benchmarks/compile_time.py), then iteratively, so
+        that deep expressions don't exhaust the Python stack."""
+        if depth == 0:
+            return self._number_iteratively(e)
+        by_object = self._by_object
+        numbers = []
+        for kid in _expr_fields(e):
+            hit = by_object.get(id(kid))
+            numbers.append(hit[1] if hit is not None else self._number_below(kid, depth - 1))
         if isinstance(e, n.BinaryOp):
-            a, b = self._by_object.get(id(e.a)), self._by_object.get(id(e.b))
-            if a is not None and b is not None:
-                return self._number(e, (type(e), a[1], b[1]))
-        elif isinstance(e, n.Const):
-            return self._number(e, (n.Const, e.type, self._field_key(e.value)))
-        elif isinstance(e, n.Var):
-            return self._number(e, (n.Var, e.name, e.type))
-        # Iterative post-order, so that deep expressions don't exhaust the Python stack.
+            return self._number(e, (type(e), numbers[0], numbers[1]))
+        return self._number(e, self._key(e))
+
+    def _number_iteratively(self, e: n.Expr) -> int:
+        """`of(e)`, by an iterative post-order walk."""
+        by_object = self._by_object
         stack = [e]
         while stack:
             node = stack[-1]
-            if id(node) in self._by_object:
+            if id(node) in by_object:
                 stack.pop()
                 continue
-            pending = [c for c in _expr_fields(node) if id(c) not in self._by_object]
+            pending = [c for c in _expr_fields(node) if id(c) not in by_object]
             if pending:
                 stack.extend(pending)
                 continue
             stack.pop()
-            self._number(node, (type(node),) + tuple(self._field_key(getattr(node, name))
-                                                     for name in _field_names(type(node))))
-        return self._by_object[id(e)][1]
+            self._number(node, self._key(node))
+        return by_object[id(e)][1]
+
+    def _key(self, node: n.Expr) -> tuple:
+        """The structure of `node`, whose operands are numbered: its class and its
+        fields in order, operands by their numbers."""
+        if isinstance(node, n.BinaryOp):
+            by_object = self._by_object
+            return type(node), by_object[id(node.a)][1], by_object[id(node.b)][1]
+        if isinstance(node, n.Var):
+            return n.Var, node.name, node.type
+        if isinstance(node, n.Const):
+            return n.Const, node.type, self._field_key(node.value)
+        return (type(node),) + tuple(self._field_key(getattr(node, name))
+                                     for name in _field_names(type(node)))
 
     def _number(self, node: n.Expr, key: tuple) -> int:
         """The number of the structure `key` (made by `of`), recorded for `node`."""
@@ -86,15 +117,17 @@ class StructureIds:
         names = self._names.get(number)
         if names is not None:
             return names
+        by_object, memo = self._by_object, self._names
         # Iterative post-order, so that deep expressions don't exhaust the Python stack.
         stack = [e]
         while stack:
             node = stack[-1]
-            if self.of(node) in self._names:
+            node_number = by_object[id(node)][1]
+            if node_number in memo:
                 stack.pop()
                 continue
             kids = _expr_fields(node)
-            pending = [c for c in kids if self.of(c) not in self._names]
+            pending = [c for c in kids if by_object[id(c)][1] not in memo]
             if pending:
                 stack.extend(pending)
                 continue
@@ -102,13 +135,15 @@ class StructureIds:
             if isinstance(node, n.Var):
                 found = frozenset((node.name,))
             else:
-                found = frozenset()
+                found = _NO_NAMES
                 for kid in kids:
-                    found |= self._names[self.of(kid)]
-                if isinstance(node, n.Let):
-                    found |= {node.name}
-            self._names[self.of(node)] = found
-        return self._names[number]
+                    below = memo[by_object[id(kid)][1]]
+                    if not below <= found:
+                        found = below if not found else found | below
+                if isinstance(node, n.Let) and node.name not in found:
+                    found = found | {node.name}
+            memo[node_number] = found
+        return memo[number]
 
     def same(self, a: n.Expr, b: n.Expr) -> bool:
         """Whether `a` and `b` are structurally identical."""
@@ -122,3 +157,8 @@ class StructureIds:
         if isinstance(value, float):
             return (value, math.copysign(1.0, value))
         return value
+
+
+_NO_NAMES: frozenset[str] = frozenset()
+# Levels of an expression numbered recursively before numbering goes on iteratively.
+_RECURSION_DEPTH = 100
