@@ -8,17 +8,24 @@ node object when no child changed, so passes that change nothing cost no allocat
 from __future__ import annotations
 
 from dataclasses import fields
-from functools import cache
+from functools import cache, lru_cache
 
 from halo.ir.nodes import Expr, Stmt
 
 Node = Expr | Stmt
+
 
 @cache
 def _child_fields(cls: type) -> tuple[str, ...]:
     """Names of the fields of `cls` that may hold IR nodes (or tuples of them)."""
     skip = {"type", "name", "kind", "scope"}
     return tuple(f.name for f in fields(cls) if f.name not in skip)
+
+
+@cache
+def _all_fields(cls: type) -> tuple[str, ...]:
+    """Names of all the fields of `cls`, in order (its constructor's arguments)."""
+    return tuple(f.name for f in fields(cls))
 
 
 def _children(node: Node):
@@ -30,11 +37,18 @@ def _is_node(x: object) -> bool:
     return isinstance(x, (Expr, Stmt))
 
 
+@lru_cache(maxsize=4096)  # (bounded: some passes make a visitor class per call)
+def _handler(visitor: type, node: type):
+    """The `visit_<ClassName>` method of class `visitor` for nodes of class `node`, or
+    None (looked up once per pair: every node of every pass asks)."""
+    return getattr(visitor, "visit_" + node.__name__, None)
+
+
 class IRVisitor:
     def visit(self, node: Node) -> None:
-        method = getattr(self, "visit_" + type(node).__name__, None)
+        method = _handler(type(self), type(node))
         if method is not None:
-            method(node)
+            method(self, node)
         else:
             self.visit_children(node)
 
@@ -52,22 +66,30 @@ class IRVisitor:
 
 class IRMutator:
     def mutate(self, node: Node) -> Node:
-        method = getattr(self, "visit_" + type(node).__name__, None)
+        method = _handler(type(self), type(node))
         if method is not None:
-            return method(node)
+            return method(self, node)
         return self.mutate_children(node)
 
     def mutate_children(self, node: Node) -> Node:
-        changes = {}
-        for name, child in _children(node):
-            new = self._mutate_field(child)
+        cls = type(node)
+        changes = None
+        for name in _child_fields(cls):
+            child = getattr(node, name)
+            if isinstance(child, (Expr, Stmt)):
+                new = self.mutate(child)
+            elif isinstance(child, tuple):
+                new = self._mutate_field(child)
+            else:
+                continue
             if new is not child:
+                if changes is None:
+                    changes = {}
                 changes[name] = new
-        if not changes:
+        if changes is None:
             return node
-        values = {f.name: getattr(node, f.name) for f in fields(type(node))}
-        values.update(changes)
-        return type(node)(**values)
+        return cls(*[changes[name] if name in changes else getattr(node, name)
+                     for name in _all_fields(cls)])
 
     def _mutate_field(self, child: object) -> object:
         if _is_node(child):
@@ -96,8 +118,9 @@ def rewrite(node: Node, fn) -> Node:
 def child_nodes(node: Node) -> list[Node]:
     """The nodes directly inside `node` (in tuples too, such as Realize bounds)."""
     kids = []
-    for _, child in _children(node):
-        if _is_node(child):
+    for name in _child_fields(type(node)):
+        child = getattr(node, name)
+        if isinstance(child, (Expr, Stmt)):
             kids.append(child)
         elif isinstance(child, tuple):
             for c in child:
