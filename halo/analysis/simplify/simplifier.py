@@ -25,7 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import overload
 
 from halo.analysis.simplify import arith, cast, compare, minmax
@@ -103,36 +104,39 @@ def _canonical_order(e: n.Expr) -> n.Expr:
 
 
 @dataclass(frozen=True)
-class _Memos:
-    """What the simplifier memoizes in one context (scope of variable ranges and
-    replaced variables): results by node identity (the memo keeps the nodes alive, so
-    identities stay unique) and by structure number, and the constant bounds."""
-    by_identity: dict[int, tuple[n.Expr, n.Expr]]
-    by_structure: dict[int, n.Expr]
-    const_bounds: ConstBounds
+class _Context:
+    """A context of simplification: the ranges of variables (`scope`) and the variables
+    replaced, with what the simplifier memoizes in it: results by node identity (the
+    memo keeps the nodes alive, so identities stay unique) and by structure number, and
+    the constant bounds. `children` are the contexts made from it by one more range or
+    replacement, which sibling loops and unrolled copies meet again: entering one costs
+    a lookup, not a key of the whole scope (a chain of lets made that quadratic)."""
+    scope: dict[str, Bounds]
+    replacements: dict[str, n.Expr]
+    by_identity: dict[int, tuple[n.Expr, n.Expr]] = field(default_factory=dict)
+    by_structure: dict[int, n.Expr] = field(default_factory=dict)
+    children: dict[tuple, _Context] = field(default_factory=dict)
+
+    @cached_property
+    def const_bounds(self) -> ConstBounds:
+        return ConstBounds(self.scope)
 
 
 class Simplifier(IRMutator):
     """Simplifies statements and expressions (`mutate`; `expr` for an expression). One
     instance may serve many calls on IR that shares subtrees: results are memoized by node
     identity and by structure (structure.py), per context of known variable ranges and
-    replaced variables (`_Memos`). `simplify` uses a fresh one per call."""
+    replaced variables (`_Context`). `simplify` uses a fresh one per call."""
 
     def __init__(self) -> None:
         self._structure = StructureIds()
         self._linear_forms = LinearForms(self._structure)
-        # The memos of each context (scope and replacements) met so far: sibling loops
-        # and unrolled copies meet the same one, and share its results
-        # (benchmarks/compile_time.py).
-        self._contexts: dict[tuple[frozenset, frozenset], _Memos] = {}
         # Results by structure and what the context says of the expression's variables
         # only (`_context_key`): a loop that partitioning copied or gave new bounds
         # changes the context of its whole body, yet most of the body doesn't read it
         # (benchmarks/compile_time.py).
         self._by_context: dict[tuple[int, frozenset], n.Expr] = {}
-        self._scope: dict[str, Bounds] = {}
-        self._replacements: dict[str, n.Expr] = {}
-        self._enter({}, {})
+        self._enter(_Context({}, {}))
 
     @property
     def at_root(self) -> bool:
@@ -267,32 +271,36 @@ class Simplifier(IRMutator):
             return let
         return type(let)(let.name, value, body)
 
-    def _enter(self, scope: dict[str, Bounds], replacements: dict[str, n.Expr]) -> None:
-        """Simplify in the context of `scope` and `replacements`, with its memos."""
-        key = (frozenset(scope.items()),
-               frozenset((name, self._structure.of(v)) for name, v in replacements.items()))
-        memos = self._contexts.get(key)
-        if memos is None:
-            memos = self._contexts[key] = _Memos({}, {}, ConstBounds(scope))
-        self._scope, self._replacements = scope, replacements
-        self._memo, self._by_structure = memos.by_identity, memos.by_structure
-        self._const_bounds = memos.const_bounds
+    def _enter(self, context: _Context) -> None:
+        """Simplify in `context`, with its memos."""
+        self._current = context
+        self._scope, self._replacements = context.scope, context.replacements
+        self._memo, self._by_structure = context.by_identity, context.by_structure
+        self._const_bounds = context.const_bounds
 
     @contextmanager
-    def _context(self, scope: dict[str, Bounds],
-                 replacements: dict[str, n.Expr]) -> Iterator[None]:
-        saved = self._scope, self._replacements
-        self._enter(scope, replacements)
+    def _context(self, name: str, bounds: Bounds | None = None,
+                 value: n.Expr | None = None) -> Iterator[None]:
+        """Simplify with the variable `name` in `bounds` or replaced by `value`."""
+        parent = self._current
+        key = (name, bounds, None if value is None else self._structure.of(value))
+        child = parent.children.get(key)
+        if child is None:
+            child = parent.children[key] = _Context(
+                parent.scope if bounds is None else {**parent.scope, name: bounds},
+                parent.replacements if value is None else {**parent.replacements,
+                                                           name: value})
+        self._enter(child)
         try:
             yield
         finally:
-            self._enter(*saved)
+            self._enter(parent)
 
     def _replacing(self, name: str, value: n.Expr):
         """Simplify with the variable `name` replaced by `value` (a Const or Var). The same
         as simplifying the body with `value` substituted, without rebuilding the body
         once per such let first (benchmarks/compile_time.py)."""
-        return self._context(self._scope, {**self._replacements, name: value})
+        return self._context(name, value=value)
 
     @contextmanager
     def _bound(self, name: str, value: n.Expr, bounds: Bounds | None = None) -> Iterator[None]:
@@ -306,7 +314,7 @@ class Simplifier(IRMutator):
         if bounds == type_bounds(value.type):
             yield
             return
-        with self._context({**self._scope, name: bounds}, self._replacements):
+        with self._context(name, bounds):
             yield
 
     # ------------------------------------------------------------------------- statements
