@@ -240,6 +240,15 @@ class Simplifier(IRMutator):
             case n.Select(condition=c, true_value=a, false_value=b):
                 sc, sa, sb = self.expr(c), self.expr(a), self.expr(b)
                 return e if sc is c and sa is a and sb is b else n.Select(sc, sa, sb)
+            case n.Load(type=t, name=name, index=i, predicate=p):
+                si, sp = self.expr(i), None if p is None else self.expr(p)
+                return e if si is i and sp is p else n.Load(t, name, si, sp)
+            case n.Ramp(base=b, stride=s, lanes=lanes):
+                sb, ss = self.expr(b), self.expr(s)
+                return e if sb is b and ss is s else n.Ramp(sb, ss, lanes)
+            case n.Broadcast(value=v, lanes=lanes):
+                sv = self.expr(v)
+                return e if sv is v else n.Broadcast(sv, lanes)
         return self.mutate_children(e)
 
     def _rewrite(self, e: n.Expr) -> n.Expr:
