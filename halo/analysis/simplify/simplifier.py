@@ -176,7 +176,15 @@ class Simplifier(IRMutator):
     def mutate(self, node: Node) -> Node:
         if isinstance(node, n.Expr):
             return self.expr(node)
-        return super().mutate(node)
+        # A statement met again in the same context (what a later simplify pass finds
+        # of the IR that the passes between left alone) is simplified already.
+        hit = self._memo.get(id(node))
+        if hit is not None:
+            return hit[1]
+        result = super().mutate(node)
+        self._memo[id(node)] = (node, result)
+        self._memo[id(result)] = (result, result)
+        return result
 
     def expr(self, e: n.Expr) -> n.Expr:
         """The simplified form of `e`."""
