@@ -36,8 +36,7 @@ from halo.analysis.simplify.linear import LinearForm, LinearForms
 from halo.analysis.simplify.pattern import COMMUTATIVE, RuleTable
 from halo.analysis.simplify.structure import StructureIds
 from halo.ir import nodes as n
-from halo.ir.substitute import uses_var
-from halo.ir.visitor import IRMutator, Node
+from halo.ir.visitor import IRMutator, Node, child_nodes
 
 RULES = RuleTable(arith.RULES, minmax.RULES, compare.RULES, cast.RULES)
 
@@ -136,6 +135,10 @@ class Simplifier(IRMutator):
         # changes the context of its whole body, yet most of the body doesn't read it
         # (benchmarks/compile_time.py).
         self._by_context: dict[tuple[int, frozenset], n.Expr] = {}
+        # The variables each statement reads, by identity: whether a let's body uses it
+        # was a walk of the body per let, quadratic in a chain of lets
+        # (benchmarks/compile_time.py).
+        self._statement_names: dict[int, tuple[n.Stmt, frozenset[str]]] = {}
         self._enter(_Context({}, {}))
 
     @property
@@ -282,11 +285,27 @@ class Simplifier(IRMutator):
                 return simplify_body(let.body)
         with self._bound(let.name, value):
             body = simplify_body(let.body)
-        if not uses_var(body, let.name):
+        if let.name not in self._var_names(body):
             return body
         if value is let.value and body is let.body:
             return let
         return type(let)(let.name, value, body)
+
+    def _var_names(self, node: Node) -> frozenset[str]:
+        """The names of the Vars in `node` (and of the Lets in it, each of which a
+        simplified node uses)."""
+        if isinstance(node, n.Expr):
+            return self._structure.var_names(node)
+        hit = self._statement_names.get(id(node))
+        if hit is not None:
+            return hit[1]
+        names: frozenset[str] = frozenset()
+        for child in child_nodes(node):
+            below = self._var_names(child)
+            if not below <= names:
+                names = below if not names else names | below
+        self._statement_names[id(node)] = (node, names)  # keeps node alive: ids stay unique
+        return names
 
     def _enter(self, context: _Context) -> None:
         """Simplify in `context`, with its memos."""
