@@ -288,6 +288,34 @@ def _match_all(ps: tuple[Pattern, ...], es: tuple[n.Expr, ...], binds: Binds,
         yield from _match_all(ps[1:], es[1:], b, same)
 
 
+def _shape_test(p: Pattern) -> Callable[[n.Expr], bool] | None:
+    """`_shape_fits(p, e)` as a function of `e` made once per rule (None: anything fits),
+    since most rules fail there (the rules' matching was a sixth of lowering time:
+    benchmarks/compile_time.py)."""
+    if isinstance(p, Wild):
+        return _is_const if p.const_only else None
+    if isinstance(p, Lit):
+        return _is_const
+    node, tests = p.node, [_shape_test(q) for q in p.args]
+    if all(test is None for test in tests):
+        return lambda e: type(e) is node
+    if len(tests) != 2:
+        return lambda e: _shape_fits(p, e)
+    first, second = (test or _anything for test in tests)
+    if node in COMMUTATIVE:
+        return lambda e: type(e) is node and (first(e.a) and second(e.b)
+                                              or first(e.b) and second(e.a))
+    return lambda e: type(e) is node and first(e.a) and second(e.b)
+
+
+def _is_const(e: n.Expr) -> bool:
+    return isinstance(e, n.Const)
+
+
+def _anything(e: n.Expr) -> bool:
+    return True
+
+
 def _shape_fits(p: Pattern, e: n.Expr) -> bool:
     """A cheap necessary condition for `e` to match `p`: node classes and constness agree,
     in some order of commutative operands. Most rules fail here, before `_match`."""
@@ -349,6 +377,7 @@ class Rule:
     _result_params: tuple[str, ...] = field(init=False, repr=False)
     _when_params: tuple[str, ...] = field(init=False, repr=False)
     _operand_names: tuple[str, ...] = field(init=False, repr=False)
+    _fits: Callable[[n.Expr], bool] | None = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.result, (int, float)):
@@ -360,6 +389,7 @@ class Rule:
         plain = all(isinstance(a, Wild) and not a.const_only for a in args)
         names = tuple(a.name for a in args) if plain else ()
         object.__setattr__(self, "_operand_names", names if len(set(names)) == len(args) else ())
+        object.__setattr__(self, "_fits", _shape_test(self.pattern))
 
     def apply(self, e: n.Expr, ctx: Analysis) -> n.Expr | None:
         """The rewrite of `e`, or None when the rule doesn't apply."""
@@ -371,7 +401,7 @@ class Rule:
         if self._operand_names:
             # Fast path for patterns like `min_(x, y)`, which bind the operands as they are.
             matches = [dict(zip(self._operand_names, operands(e), strict=True))]
-        elif _shape_fits(self.pattern, e):
+        elif self._fits is None or self._fits(e):
             matches = _match(self.pattern, e, {}, ctx.same)
         else:
             return None
