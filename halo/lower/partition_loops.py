@@ -45,7 +45,23 @@ _COMPARISONS = (n.LT, n.LE)
 def partition_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     stmt = _Partition().mutate(stmt)
     # (copies of original loops keep the marks; the mark was for this pass and boxes)
-    return rewrite(stmt, lambda x: x.args[0] if n.is_whole_tiles(x) else None)
+    return _Unmark().mutate(stmt)
+
+
+class _Unmark(IRMutator):
+    """Removes the whole-tiles marks, which only conditions of IfThenElse hold (without
+    a rewrite of every expression: that was a fifth of this pass)."""
+
+    def mutate(self, node):
+        return node if isinstance(node, n.Expr) else super().mutate(node)
+
+    def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
+        cond = rewrite(s.condition, lambda x: x.args[0] if n.is_whole_tiles(x) else None)
+        then_case = self.mutate(s.then_case)
+        else_case = None if s.else_case is None else self.mutate(s.else_case)
+        if cond is s.condition and then_case is s.then_case and else_case is s.else_case:
+            return s
+        return n.IfThenElse(cond, then_case, else_case)
 
 
 class _Partition(IRMutator):
