@@ -11,12 +11,17 @@ bits or fewer (and bool) are always bounded, at worst by their type's range.
 How each node is bounded:
   * Add, Sub, Min, Max: endpoint-wise. Mul: by a constant, sign-aware; else the min and
     max of the four endpoint products (or `[a.min*b.min, a.max*b.max]` if both are
-    provably non-negative).
+    provably non-negative); by a bounded operand of known sign, each bounded side of
+    the other gives a side.
   * Div (floor): by a constant, sign-aware (x // 0 == 0); by a divisor of provable sign,
-    the four endpoint quotients; an integer by a divisor >= 0 (an array's extent is),
-    [min(a.min, 0), max(a.max, 0)]; by any integer, within [-|a|, |a|]. Mod by c > 0:
+    monotonic: each side from one end of a and the extreme end of b (where b is
+    unbounded, the limit 0, or -1 for a floor approaching 0 from below); an integer
+    by a divisor >= 0 (an array's extent is), [min(a.min, 0), max(a.max, 0)]; by any
+    integer, within [-|a|, |a|]. Mod by c > 0:
     [0, c - 1], or the operand's interval when it provably lies in [0, c - 1]; by a
-    provably positive b: [0, b.max - 1].
+    provably positive b: [0, b.max - 1]; an integer by any b: [min(b.min + 1, 0),
+    max(b.max - 1, 0)] (x % 0 == 0), at most a nonnegative a. And (bitwise) with a
+    nonnegative operand: [0, that operand's max].
   * Select: the union of both branches, or, where the condition has no variable in
     scope (a specialization's), the select of their bounds. Comparisons and logical
     ops: [false, true] unless constant.
@@ -234,8 +239,8 @@ class IntervalAnalysis:
                 return self._simplified(_either(n.Max, a.min, b.min), _both(n.Max, a.max, b.max))
             case n.Cast():
                 return self._cast(e, kids[0])
-            case n.And() if isinstance(e.b, n.Const) and e.b.value >= 0:
-                return Interval(n.const(0, e.type), e.b)
+            case n.And() if e.type.is_integer:
+                return self._and(e, *kids)
             case n.Call(name=name):
                 return self._math(e, name, kids)
         return Interval.everything()
@@ -276,13 +281,33 @@ class IntervalAnalysis:
         if a.is_point and isinstance(a.min, n.Const):
             return self._scale(b, a.min)
         if not (a.is_bounded and b.is_bounded):
-            return Interval.everything()
+            return self._mul_half_bounded(a, b)
         if self._nonnegative(a.min) and self._nonnegative(b.min):
             return self._simplified(n.Mul(a.min, b.min), n.Mul(a.max, b.max))
         products = [n.Mul(p, q) for p in (a.min, a.max) for q in (b.min, b.max)]
         lo = n.Min(n.Min(products[0], products[1]), n.Min(products[2], products[3]))
         hi = n.Max(n.Max(products[0], products[1]), n.Max(products[2], products[3]))
         return self._simplified(lo, hi)
+
+    def _mul_half_bounded(self, a: Interval, b: Interval) -> Interval:
+        """A product where one operand is bounded and of known sign, the other bounded on
+        one side only: monotonic in the other operand, so its bounded side bounds one
+        side of the product (`(x % 2) * min(y, 13)` is at most 13, as the simplifier's
+        constant bounds know)."""
+        for p, q in ((a, b), (b, a)):
+            if not p.is_bounded:
+                continue
+
+            def lowest(m: n.Expr, p: Interval = p) -> n.Expr:
+                return n.Min(n.Mul(p.min, m), n.Mul(p.max, m))
+
+            def highest(m: n.Expr, p: Interval = p) -> n.Expr:
+                return n.Max(n.Mul(p.min, m), n.Mul(p.max, m))
+            if self._nonnegative(p.min):
+                return self._simplified(self._apply(lowest, q.min), self._apply(highest, q.max))
+            if self._nonnegative(n.Sub(n.const(0, p.max.type), p.max)):
+                return self._simplified(self._apply(lowest, q.max), self._apply(highest, q.min))
+        return Interval.everything()
 
     def _scale(self, a: Interval, c: n.Const) -> Interval:
         def times(x: n.Expr) -> n.Expr:
@@ -308,11 +333,8 @@ class IntervalAnalysis:
             if e.type.is_integer:
                 return Interval.point(n.const(0, e.type))
             return Interval.everything()
-        if a.is_bounded and b.is_bounded and (self._positive(b.min) or self._negative(b.max)):
-            quotients = [n.Div(p, q) for p in (a.min, a.max) for q in (b.min, b.max)]
-            lo = n.Min(n.Min(quotients[0], quotients[1]), n.Min(quotients[2], quotients[3]))
-            hi = n.Max(n.Max(quotients[0], quotients[1]), n.Max(quotients[2], quotients[3]))
-            return self._simplified(lo, hi)
+        if self._positive(b.min) or self._negative(b.max):
+            return self._div_by_signed(e, a, b, self._positive(b.min))
         if not e.type.is_integer:
             return Interval.everything()
         zero = n.const(0, e.type)
@@ -324,6 +346,31 @@ class IntervalAnalysis:
             return self._simplified(n.Min(n.Min(a.min, n.Sub(zero, a.max)), zero),
                                     n.Max(n.Max(a.max, n.Sub(zero, a.min)), zero))
         return Interval.everything()
+
+    def _div_by_signed(self, e: n.Expr, a: Interval, b: Interval,
+                       positive: bool) -> Interval:
+        """a // b for a divisor of known sign: monotonic in a (growing for b > 0), so
+        each side comes from one end of a, at whichever end of b is extreme. Where b is
+        unbounded, the quotient tends to 0 (floor: -1 when the end of a has the sign
+        opposite to b's): `max(x, 3) // min(y, -1)` is at most -1, as the simplifier's
+        constant bounds know."""
+        zero = n.const(0, e.type)
+
+        def limit(x: n.Expr, upper: bool) -> n.Expr:
+            if e.type.is_float:
+                return zero
+            opposite = self._negative(x) if positive else self._positive(x)
+            same = self._nonnegative(x if positive else n.Sub(zero, x))
+            return n.const(-1, e.type) if opposite or not (upper or same) else zero
+
+        def extreme(x: n.Expr | None, upper: bool) -> n.Expr | None:
+            if x is None:
+                return None
+            q = [limit(x, upper) if m is None else n.Div(x, m) for m in (b.min, b.max)]
+            return (n.Max if upper else n.Min)(q[0], q[1])
+        if positive:
+            return self._simplified(extreme(a.min, False), extreme(a.max, True))
+        return self._simplified(extreme(a.max, False), extreme(a.min, True))
 
     def _mod(self, e: n.Expr, a: Interval, b: Interval) -> Interval:
         t = e.type
@@ -342,7 +389,27 @@ class IntervalAnalysis:
             return self._simplified(zero, b.max if t.is_float else n.Sub(b.max, n.const(1, t)))
         if b.min is not None and self._negative(b.max):
             return self._simplified(b.min if t.is_float else n.Add(b.min, n.const(1, t)), zero)
-        return Interval.everything()
+        if t.is_float:
+            return Interval.everything()
+        # Between 0 and the divisor, whatever its sign (x % 0 == 0); no larger than a
+        # nonnegative x. The simplifier knows this (const_bounds.py) and drops a clamp
+        # it makes redundant, so the interval must keep it.
+        one = n.const(1, t)
+        lo = zero if self._nonnegative(b.min) else \
+            self._apply(lambda m: n.Min(n.Add(m, one), zero), b.min)
+        hi = self._apply(lambda m: n.Max(n.Sub(m, one), zero), b.max)
+        if self._nonnegative(a.min) and self._nonnegative(b.min):
+            hi = _either(n.Min, hi, a.max)
+        return self._simplified(lo, hi)
+
+    def _and(self, e: n.Expr, a: Interval, b: Interval) -> Interval:
+        """Bitwise and: with a nonnegative operand, in [0, that operand's max] (as
+        const_bounds.py knows, so the interval keeps a clamp the simplifier drops)."""
+        ends = [iv.max for iv in (a, b) if self._nonnegative(iv.min)]
+        if not ends:
+            return Interval.everything()
+        hi = ends[0] if len(ends) == 1 else _either(n.Min, *ends)
+        return self._simplified(n.const(0, e.type), hi)
 
     def _cast(self, e: n.Cast, a: Interval) -> Interval:
         t, source = e.type, e.value.type

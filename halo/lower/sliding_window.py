@@ -30,7 +30,9 @@ sees the shrunk bound.
 Input: the Stmt after bounds inference (compute-level lets `f.s0.{v}.min/max` right above
 each `ProducerConsumer(f)`, `Realize(f)` with bounds). Output: the same Stmt where each
 Func that can slide has its produce wrapped in the shrunk let, and
-`ctx.sliding_windows[f]` records the dimension and loop it slid along.
+`ctx.sliding_windows[f]` records the dimension and loop it slid along at each produce
+that slid (the branches of a consumer, its specializations or whole tiles, each have a
+copy of the produce, and each decides alone: one under a parallel loop doesn't slide).
 
 Sliding is refused (the Func is recomputed, as before, which is always correct) when:
 a loop between the storage and compute levels is parallel or vectorized; the Func has
@@ -128,12 +130,19 @@ class _Slider:
         if not _updates_slide(f, dim):
             return pc
         loop = loops[depth]
-        self.ctx.sliding_windows[self.name] = SlidingWindow(
-            self.name, dim, loop.name, *region[dim])
+        window = SlidingWindow(self.name, dim, loop.name, *region[dim])
+        self.ctx.sliding_windows[self.name] = \
+            (*self.ctx.sliding_windows.get(self.name, ()), window)
         carried = _carried(region, dim, direction, loops[guarded:depth + 1], lets)
         stages = [self.ctx.stage_prefix(self.name, k) + f.args[dim].name
                   for k in range(len(f.definitions))]
         return _shrink(pc, stages, region[dim], loop, direction, carried)
+
+
+def slid(pc: n.ProducerConsumer) -> bool:
+    """Whether the produce `pc` computes only the new part of a window (`_shrink`)."""
+    return isinstance(pc.produce, n.LetStmt) and \
+        pc.produce.name.endswith((".slide_min", ".slide_max"))
 
 
 def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],

@@ -19,8 +19,10 @@ Input: the Stmt after `sliding_window` (Realize bounds from bounds inference, Pr
 Func Calls with coordinates); `ctx.sliding_windows`. Output: the same Stmt with each
 foldable Realize's folded dimension bounded by [0, fold) and that coordinate of every
 access taken `% fold`. Storage stays unfolded when the window's extent has no constant
-bound, when `bound()` fixes the dimension, or when the allocation is already a constant
-no larger than the fold.
+bound, when `bound()` fixes the dimension, when the Func slid along different dimensions
+in different copies of its produce (a consumer's specializations or whole-tile nests),
+when a produce inside the Realize didn't slide (under a parallel loop), or when the
+allocation is already a constant no larger than the fold.
 """
 from __future__ import annotations
 
@@ -28,21 +30,22 @@ from halo.analysis.simplify import simplify
 from halo.analysis.simplify.const_bounds import ConstBounds
 from halo.ir import nodes as n
 from halo.ir.nodes import const
-from halo.ir.visitor import IRMutator
+from halo.ir.visitor import IRMutator, walk
 from halo.lower.context import LowerContext
-from halo.lower.sliding_window import SlidingWindow
+from halo.lower.sliding_window import SlidingWindow, slid
 
 _MAX_FOLD = 1 << 16  # a window wider than this isn't worth folding (and may be unbounded)
 
 
 def storage_folding(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
-    for window in ctx.sliding_windows.values():
-        f = ctx.env.funcs[window.func]
-        if f.args[window.dim].name in f.schedule.bounds:
+    for name, windows in ctx.sliding_windows.items():
+        f = ctx.env.funcs[name]
+        dims = {w.dim for w in windows}
+        if len(dims) != 1 or f.args[windows[0].dim].name in f.schedule.bounds:
             continue
-        fold = _fold_factor(window)
-        if fold is not None:
-            stmt = _FoldRealize(window, fold).mutate(stmt)
+        folds = [_fold_factor(w) for w in windows]
+        if None not in folds:
+            stmt = _FoldRealize(name, dims.pop(), max(folds)).mutate(stmt)
     return stmt
 
 
@@ -59,15 +62,20 @@ def _fold_factor(window: SlidingWindow) -> int | None:
 
 
 class _FoldRealize(IRMutator):
-    """Fold the Realize of the window's Func and every access inside it."""
+    """Fold each Realize of Func `name` and every access inside it, if every produce of
+    the Func there slid (one that didn't computes its whole region at each iteration,
+    perhaps in parallel iterations at once, and that region need not fit the fold)."""
 
-    def __init__(self, window: SlidingWindow, fold: int):
-        self.window, self.fold = window, fold
+    def __init__(self, name: str, dim: int, fold: int):
+        self.name, self.dim, self.fold = name, dim, fold
 
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
-        if r.name != self.window.func:
+        if r.name != self.name:
             return self.mutate_children(r)
-        dim = self.window.dim
+        if not all(slid(s) for s in walk(r.body)
+                   if isinstance(s, n.ProducerConsumer) and s.name == r.name):
+            return r
+        dim = self.dim
         extent = simplify(r.bounds[dim][1])
         if isinstance(extent, n.Const) and extent.value <= self.fold:
             return r

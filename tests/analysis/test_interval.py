@@ -7,7 +7,7 @@ from halo.ir.printer import expr_to_str
 from halo.ir.types import Type, bool_, float32, int16, int32, uint8, uint32
 
 x, y, m, e = (n.Var(name) for name in ("x", "y", "m", "e"))
-f = n.Var("f", float32)
+f, g = n.Var("f", float32), n.Var("g", float32)
 u = n.Var("u", uint8)
 
 
@@ -81,7 +81,18 @@ def test_mul() -> None:
     assert bounds(n.Mul(x, c(0)), x=iv(None, None)) == "[0, 0]"
     assert bounds(n.Mul(x, y), x=iv(-2, 3), y=iv(4, 5)) == "[-10, 15]"
     assert bounds(n.Mul(x, y), x=Interval(c(0), m), y=Interval(c(0), e)) == "[0, e * m]"
-    assert bounds(n.Mul(x, y), x=iv(0, None), y=iv(1, 2)) == "[None, None]"
+    assert bounds(n.Mul(x, y), x=iv(0, None), y=iv(1, 2)) == "[0, None]"
+    assert bounds(n.Mul(x, y), x=iv(0, None), y=iv(-2, 1)) == "[None, None]"
+
+
+def test_product_with_an_operand_of_known_sign_keeps_the_other_side() -> None:
+    """By a bounded operand of known sign, a product is monotonic in the other operand,
+    so each bounded side of that one bounds a side of the product: (x % 2) * min(y, 13)
+    is at most 13, as the simplifier's constant bounds know."""
+    assert bounds(n.Mul(x, y), x=iv(0, 1), y=iv(None, 13)) == "[None, 13]"
+    assert bounds(n.Mul(x, y), x=iv(0, 3), y=iv(-2, None)) == "[-6, None]"
+    assert bounds(n.Mul(x, y), x=iv(-3, -1), y=iv(None, 5)) == "[-15, None]"
+    assert bounds(n.Mul(x, y), x=iv(-1, 1), y=iv(None, 5)) == "[None, None]"
 
 
 def test_div() -> None:
@@ -96,6 +107,18 @@ def test_div() -> None:
     assert bounds(n.Div(f, c(2.0, float32)), f=iv(1.0, 3.0, float32)) == "[0.5, 1.5]"
 
 
+def test_division_by_a_divisor_of_known_sign_and_an_unbounded_side() -> None:
+    """Floor division by a divisor of known sign is monotonic in the dividend: each side
+    comes from one end of it, and an unbounded divisor contributes its limit (0, or -1
+    for a quotient approaching 0 from below)."""
+    assert bounds(n.Div(x, y), x=iv(3, None), y=iv(None, -1)) == "[None, -1]"
+    assert bounds(n.Div(x, y), x=iv(-7, 9), y=iv(2, None)) == "[-4, 4]"
+    assert bounds(n.Div(x, y), x=iv(None, 9), y=iv(2, 3)) == "[None, 4]"
+    assert bounds(n.Div(x, y), x=iv(-7, 9), y=iv(None, -2)) == "[-5, 3]"
+    assert bounds(n.Div(f, g), f=iv(-1.0, 4.0, float32), g=iv(2.0, None, float32)) == \
+        "[-0.5, 2.0]"
+
+
 def test_mod() -> None:
     """x % c lies in [0, c - 1], or in x's interval when that is already inside; a point
     operand gives a point."""
@@ -106,7 +129,31 @@ def test_mod() -> None:
     assert bounds(n.Mod(x, c(-8)), x=iv(None, None)) == "[-7, 0]"
     assert bounds(n.Mod(x, y), y=iv(1, 10)) == "[0, 9]"
     assert bounds(n.Mod(x, y), y=Interval(c(1), e)) == "[0, e - 1]"
-    assert bounds(n.Mod(x, y), y=iv(0, 10)) == "[None, None]"
+    assert bounds(n.Mod(x, y), y=iv(0, 10)) == "[0, 9]"
+
+
+def test_mod_by_a_divisor_that_may_be_zero_or_of_either_sign() -> None:
+    """Integer floor modulo lies between 0 and its divisor, whatever the divisor's sign
+    (x % 0 == 0), and a nonnegative x % (b >= 0) is at most x: what the simplifier's
+    constant bounds know, so a clamp it drops as redundant leaves the value bounded
+    (fuzz seed 2614: max(x % int32(u8), 0) simplified to the unbounded x % int32(u8))."""
+    extent = n.Var("inp.extent.0")
+    assert bounds(n.Mod(x, extent), x=iv(None, None)) == "[0, max(inp.extent.0 - 1, 0)]"
+    assert bounds(n.Mod(x, y), x=iv(None, None), y=iv(-3, 10)) == "[-2, 9]"
+    assert bounds(n.Mod(x, y), x=iv(None, None), y=iv(None, 10)) == "[None, 9]"
+    assert bounds(n.Mod(x, y), x=iv(0, 4), y=iv(0, 10)) == "[0, 4]"
+    loaded = {"x": iv(None, None), "u": iv(None, None, uint8)}
+    assert shown(bounds_of_expr(n.Mod(x, n.Cast(int32, u)), loaded)) == "[0, 254]"
+    assert shown(bounds_of_expr(n.Max(n.Mod(x, n.Cast(int32, u)), c(0)), loaded)) == "[0, 254]"
+    assert bounds(n.Mod(f, n.Cast(float32, u)), f=iv(None, None, float32)) == "[None, None]"
+
+
+def test_bitwise_and_with_a_nonnegative_operand() -> None:
+    """x & m with m >= 0 lies in [0, m]: the sign bit is clear and no bit is added."""
+    assert bounds(n.And(x, c(12)), x=iv(None, None)) == "[0, 12]"
+    assert bounds(n.And(x, y), x=iv(None, None), y=iv(0, 10)) == "[0, 10]"
+    assert bounds(n.And(x, y), x=iv(3, 7), y=iv(0, 10)) == "[0, 7]"
+    assert bounds(n.And(x, y), x=iv(None, None), y=iv(-1, 10)) == "[None, None]"
 
 
 def test_min_max_select() -> None:

@@ -76,6 +76,27 @@ def test_a_parallel_loop_leaves_storage_unfolded():
     check(inp, out, (11, 5))
 
 
+def test_a_parallel_specialization_leaves_storage_unfolded():
+    """Each copy of blur_x's produce (here one per specialization of out) decides alone
+    whether it slides: the parallel one doesn't, and computes its whole window at each
+    row, so the storage they share stays unfolded (folded to the serial copy's window,
+    the parallel rows overwrote each other's)."""
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = inp[y, x] * 2
+    out[y, x] = bx[y - 1, x] + bx[y, x] + bx[y + 1, x]
+    out.specialize(inp.shape[1] >= 4).parallel(y)
+    bx.compute_at(out, y).store_root()
+    stmt, ctx = lower_until(out, "storage_folding")
+    assert "blur_x" in ctx.sliding_windows
+    assert all(r.bounds[0][0] == n.Var("blur_x.min.0") for r in realizes_of(stmt, "blur_x"))
+    img = np.arange(131 * 257, dtype=np.int32).reshape(131, 257)
+    for shape in ((129, 257), (129, 3), (1, 5)):
+        np.testing.assert_array_equal(
+            out.realize(shape, inputs={inp: img}, origin=(1, 0)),
+            halo.reference(out, shape, inputs={inp: img}, origin=(1, 0)))
+
+
 def test_a_window_without_a_constant_extent_stays_unfolded():
     """out[y] reads blur_x[0] and blur_x[y]: the window [0, y] slides (its max grows) but
     its extent is not bounded by a constant, so every row stays stored."""
