@@ -56,7 +56,7 @@ def test_the_bound_after_the_first_iteration_starts_past_the_previous_maximum():
     yi == 0 and the previous iteration's max + 1 afterwards."""
     _, out = blur()
     stmt, ctx = lower_until(out, "sliding_window")
-    assert ctx.sliding_windows["blur_x"].loop == "out.s0.y.yi"
+    assert ctx.sliding_windows["blur_x"][0].loop == "out.s0.y.yi"
     # (out's whole-strip nest and its clamped one each slide blur_x; with 100 rows, both
     # compute the same rows)
     slides = [s for s in nodes_of(stmt, n.LetStmt) if s.name == "blur_x.s0.y.slide_min"]
@@ -180,7 +180,7 @@ def test_sliding_over_an_inner_loop_of_a_tile():
     out[y, x] = bx[y, x - 1] + bx[y, x] + bx[y, x + 1]
     bx.store_at(out, y).compute_at(out, x)
     _, ctx = lower_until(out, "sliding_window")
-    assert ctx.sliding_windows["blur_x"].dim == 1
+    assert ctx.sliding_windows["blur_x"][0].dim == 1
     for shape in [(1, 1), (3, 17), (5, 2)]:
         kernel = run_both(inp, out, shape, COUNTING)
         assert kernel.store_counts["blur_x"] == shape[0] * (shape[1] + 2)
@@ -261,7 +261,7 @@ def test_tiles_slide_down_each_column_of_tiles(shape):
     out.tile(y, x, yo, xo, yi, xi, 8, 8)
     bx.store_at(out, yo).compute_at(out, yi)
     _, ctx = lower_until(out, "sliding_window")
-    assert ctx.sliding_windows["blur_x"].loop == "out.s0.y.yi"
+    assert ctx.sliding_windows["blur_x"][0].loop == "out.s0.y.yi"
     kernel = run_both(inp, out, shape, COUNTING)
     tiles_x = len(strip_starts(shape[1], 8))
     rows = len(strip_starts(shape[0], 8)) * (min(8, shape[0]) + 2)
@@ -287,3 +287,23 @@ def test_a_loop_that_does_not_start_at_zero(origin):
     expected = halo.reference(shifted, (7, 4), inputs={inp: image})
     np.testing.assert_allclose(got, expected, rtol=1e-6)
     assert kernel.store_counts["blur_x"] == (7 + 2) * 4
+
+
+@pytest.mark.parametrize("shape", [(64, 40), (45, 19)])
+def test_computed_at_the_outer_x_of_vectors_slides_down_the_strip(shape):
+    """Halide's classic blur: blur_x stored per strip and computed at the consumer's
+    outer x of its vectors. Consecutive x iterations need disjoint columns (sliding along
+    x reuses nothing), consecutive rows share two rows: it slides along yi, so each
+    iteration computes one new row of 8 columns, as Halide does (it slid along x and
+    computed 3 rows per vector of output before)."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    c = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = (c[y, x - 1] + c[y, x] + c[y, x + 1]) / 3
+    out[y, x] = (bx[y - 1, x] + bx[y, x] + bx[y + 1, x]) / 3
+    out.split(y, yo, yi, 32).parallel(yo).vectorize(x, 8)
+    bx.store_at(out, yo).compute_at(out, x).vectorize(x, 8)
+    kernel = run_both(inp, out, shape, COUNTING)
+    rows = sum(32 + 2 for _ in strip_starts(shape[0], 32))
+    columns = -(-shape[1] // 8) * 8  # (the last vector shifts inwards, overlapping)
+    assert kernel.store_counts["blur_x"] == rows * columns
