@@ -153,27 +153,27 @@ class _Slider:
         region = [(_expand(n.Var(f"{prefix}{v.name}.min"), lets),
                    _expand(n.Var(f"{prefix}{v.name}.max"), lets)) for v in f.args]
         if self.dim is None:
-            self.sites.append(_choices(f, region, loops, guarded))
+            self.sites.append(_choices(f, region, loops, lets, guarded))
             return pc
-        choice = _choose(_choices(f, region, loops, guarded), self.dim)
+        choice = _choose(_choices(f, region, loops, lets, guarded), self.dim)
         if choice is None:
             return pc
         dim, loop = choice.dim, loops[choice.depth]
         self.ctx.sliding_windows.setdefault(self.name, []).append(SlidingWindow(
             self.name, dim, loop.name, *region[dim]))
         carried = _carried(region, dim, choice.direction, loops[guarded:choice.depth + 1],
-                           lets)
+                           loops[choice.depth + 1:], lets)
         stages = [self.ctx.stage_prefix(self.name, k) + f.args[dim].name
                   for k in range(len(f.definitions))]
         return _shrink(pc, stages, region[dim], loop, choice.direction, carried)
 
 
 def _choices(f, region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
-             guarded: int) -> list[_Choice]:
+             lets: dict[str, n.Expr], guarded: int) -> list[_Choice]:
     """The loops (innermost first) that the region at one compute site can slide along."""
     out = []
     for depth in reversed(range(guarded, len(loops))):
-        window = _window(region, loops, depth)
+        window = _window(region, loops, depth, lets)
         if window is not None and _updates_slide(f, window[0]):
             dim, direction = window
             out.append(_Choice(depth, dim, direction,
@@ -200,13 +200,13 @@ def _choose(choices: list[_Choice], dim: int) -> _Choice | None:
     return next((c for c in preferred if c.overlaps), preferred[0] if preferred else None)
 
 
-def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
-            depth: int) -> tuple[int, Monotonic] | None:
+def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For], depth: int,
+            lets: dict[str, n.Expr]) -> tuple[int, Monotonic] | None:
     """The dimension of `region` that slides over `loops[depth]` and its direction, or
     None."""
     var = loops[depth].name
     inner = loops[depth + 1:]
-    if any(uses_var(loop.min, var) or uses_var(loop.extent, var) for loop in inner):
+    if _ranges_use(inner, var, lets):
         return None
     moving = [i for i, (lo, hi) in enumerate(region) if uses_var(lo, var) or uses_var(hi, var)]
     if len(moving) != 1:
@@ -221,6 +221,12 @@ def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
     return dim, directions.pop()
 
 
+def _ranges_use(loops: list[n.For], var: str, lets: dict[str, n.Expr]) -> bool:
+    """Whether the range of any of `loops` depends on `var` (through the lets too): then
+    their iterations cover other points at each iteration of `var`'s loop."""
+    return any(uses_var(_expand(e, lets), var) for loop in loops for e in (loop.min, loop.extent))
+
+
 def _overlaps(extremes: tuple[n.Expr, n.Expr], loop: n.For, direction: Monotonic) -> bool:
     """Whether the region at each iteration of `loop` provably shares a point with the
     previous iteration's (so sliding along `loop` reuses something)."""
@@ -232,7 +238,7 @@ def _overlaps(extremes: tuple[n.Expr, n.Expr], loop: n.For, direction: Monotonic
 
 
 def _carried(region: list[tuple[n.Expr, n.Expr]], dim: int, direction: Monotonic,
-             loops: list[n.For], lets: dict[str, n.Expr]
+             loops: list[n.For], deeper: list[n.For], lets: dict[str, n.Expr]
              ) -> list[tuple[n.Expr, tuple[n.Expr, n.Expr]]]:
     """The loops around the sliding loop `loops[-1]` (innermost last) that the window also
     carries over (`f.store_root().compute_at(g, x); g.compute_at(h, x)`: g's x loop
@@ -240,14 +246,17 @@ def _carried(region: list[tuple[n.Expr, n.Expr]], dim: int, direction: Monotonic
     condition of its first iteration and the region at the last iteration of the loops
     inside it, in its previous iteration, where the first iteration of those continues
     from. A loop qualifies (and so the ones around it may) when the loops inside it run
-    at least once at each of its iterations, only `dim` moves with it, and both ends of
-    `dim` move `direction`'s way from that last iteration to the next first one (so
-    storage folding still holds the rows it needs)."""
+    at least once at each of its iterations, only `dim` moves with it, the ranges of
+    the `deeper` loops (inside the sliding loop, down to the compute level) don't move
+    with it either (else its previous iteration computed the rows at other columns), and
+    both ends of `dim` move `direction`'s way from that last iteration to the next first
+    one (so storage folding still holds the rows it needs)."""
     inner = [loops[-1]]
     out: list[tuple[n.Expr, tuple[n.Expr, n.Expr]]] = []
     for outer in reversed(loops[:-1]):
         o = outer.name
-        if any(uses_var(e, o) for i, ends in enumerate(region) if i != dim for e in ends):
+        if any(uses_var(e, o) for i, ends in enumerate(region) if i != dim for e in ends) \
+                or _ranges_use(deeper, o, lets):
             break
         ranges = [(_expand(loop.min, lets), _expand(loop.extent, lets)) for loop in inner]
         if not all(can_prove(n.LE(const(1), extent)) for _, extent in ranges):
