@@ -303,7 +303,8 @@ class Store(Stmt):
 @dataclass(frozen=True, slots=True)
 class Allocate(Stmt):
     """A flat buffer of `size` elements of `type`, live while `body` runs.
-    `scope` is "heap" or "stack"."""
+    `scope` is "heap" or "stack"; a "stack" buffer whose size is not a constant is known
+    only when it runs, and the backend may put it on the heap when it is large."""
     name: str
     type: Type
     size: Expr

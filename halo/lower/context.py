@@ -29,9 +29,9 @@ class LowerContext:
     loop_owners: dict[str, tuple[str, str, str]] = field(default_factory=dict)
     # What must hold before the code runs (filled by bounds_inference).
     checks: list[RegionCheck] = field(default_factory=list)
-    # Funcs that reuse values across iterations of a loop: the window of each of the
-    # Func's produces that slid (filled by sliding_window).
-    sliding_windows: dict[str, tuple[SlidingWindow, ...]] = field(default_factory=dict)
+    # Funcs that reuse values across iterations of a loop, one window per compute site
+    # that slides (filled by sliding_window).
+    sliding_windows: dict[str, list[SlidingWindow]] = field(default_factory=dict)
     # The simplifier of the pipeline's simplify passes: they meet the same expressions,
     # and its memos save most of their work (benchmarks/compile_time.py).
     simplifier: Simplifier = field(default_factory=Simplifier)

@@ -19,7 +19,14 @@ dimension and moves monotonically, only the new part needs computing:
 induction every row of the region at iteration i was computed at some iteration <= i and
 is still stored: the region's ends never move back, and the new part is clamped into
 the region, so it never leaves the allocation even when an iteration needs nothing.
-When several loops qualify, the innermost one is used; its first iteration continues
+When several loops qualify, the innermost one along which the regions of consecutive
+iterations overlap is used (else the innermost): Halide's classic blur computes blur_x at
+the outer x of its vectorized consumer, whose iterations need disjoint columns, so it
+slides along the rows around it (yi), each iteration computing one new row of 8 columns.
+Loops between that loop and the compute level are fine: their bounds don't depend on
+it, and neither does the sliding dimension, so each iteration runs the same inner
+iterations, which compute the same new rows at their own points of the other
+dimensions. The loop's first iteration continues
 from the previous iteration of each loop around it where the region keeps moving the same
 way across that boundary (`g.compute_at(h, x)` with f computed in g's x loop: g's loop
 restarts one step further at each h.x), so only the first iteration of all of them
@@ -27,12 +34,18 @@ computes the whole region (`_carried`). The lets `f.s0.v.min/max` keep
 the required region (producers of `f` and `storage_folding` read them); only `f`'s produce
 sees the shrunk bound.
 
+A Func may have several compute sites (a specialization or a whole-tile branch of its
+consumer copies the loop nest). They slide along one dimension where they can (the one
+the most sites can slide along), each along its own loop: `storage_folding` folds only a
+Func all of whose sites slid along the same dimension, since folding a dimension that a
+site doesn't slide along overwrites rows that site still needs (the cached consumer's
+whole-tile branch sliding along its rows and the other branch along its columns, with
+the columns folded: `python -m halo.fuzz --seed 2614`).
+
 Input: the Stmt after bounds inference (compute-level lets `f.s0.{v}.min/max` right above
 each `ProducerConsumer(f)`, `Realize(f)` with bounds). Output: the same Stmt where each
 Func that can slide has its produce wrapped in the shrunk let, and
-`ctx.sliding_windows[f]` records the dimension and loop it slid along at each produce
-that slid (the branches of a consumer, its specializations or whole tiles, each have a
-copy of the produce, and each decides alone: one under a parallel loop doesn't slide).
+`ctx.sliding_windows[f]` records the dimension and loop of each site that slid.
 
 Sliding is refused (the Func is recomputed, as before, which is always correct) when:
 a loop between the storage and compute levels is parallel or vectorized; the Func has
@@ -73,7 +86,10 @@ class SlidingWindow:
 def sliding_window(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     for name in ctx.realized():
         if _may_slide(name, ctx):
-            stmt = _Slider(name, ctx).find_realize(stmt)
+            slider = _Slider(name, ctx)
+            slider.find_realize(stmt)  # finds each compute site's choices, changing nothing
+            slider.dim = _shared_dim(slider.sites)
+            stmt = slider.find_realize(stmt)
     return stmt
 
 
@@ -83,12 +99,27 @@ def _may_slide(name: str, ctx: LowerContext) -> bool:
                    for sched in f.schedule.stages[0].variants() for t in sched.transforms)
 
 
+@dataclass(frozen=True)
+class _Choice:
+    """`loops[depth]` moves the region's dimension `dim` one way (`direction`);
+    `overlaps`: consecutive iterations provably share a point of it (sliding reuses
+    something)."""
+    depth: int
+    dim: int
+    direction: Monotonic
+    overlaps: bool
+
+
 class _Slider:
     """Walks to `Realize(name)`, then down to `ProducerConsumer(name)` keeping the loops
-    and lets in between, and rewrites the produce there."""
+    and lets in between. While `dim` is unset it only records each compute site's
+    choices (`sites`); then it rewrites the produce at each site, along a loop that moves
+    dimension `dim` where the site has one."""
 
     def __init__(self, name: str, ctx: LowerContext):
         self.name, self.ctx = name, ctx
+        self.sites: list[list[_Choice]] = []
+        self.dim: int | None = None
 
     def find_realize(self, s: n.Stmt) -> n.Stmt:
         if isinstance(s, n.Realize) and s.name == self.name:
@@ -121,37 +152,61 @@ class _Slider:
         prefix = self.ctx.stage_prefix(self.name, 0)
         region = [(_expand(n.Var(f"{prefix}{v.name}.min"), lets),
                    _expand(n.Var(f"{prefix}{v.name}.max"), lets)) for v in f.args]
-        candidates = [(depth, window)  # the innermost loop first
-                      for depth in reversed(range(guarded, len(loops)))
-                      if (window := _window(region, loops, depth)) is not None]
-        if not candidates:
+        if self.dim is None:
+            self.sites.append(_choices(f, region, loops, lets, guarded))
             return pc
-        depth, (dim, direction) = candidates[0]
-        if not _updates_slide(f, dim):
+        choice = _choose(_choices(f, region, loops, lets, guarded), self.dim)
+        if choice is None:
             return pc
-        loop = loops[depth]
-        window = SlidingWindow(self.name, dim, loop.name, *region[dim])
-        self.ctx.sliding_windows[self.name] = \
-            (*self.ctx.sliding_windows.get(self.name, ()), window)
-        carried = _carried(region, dim, direction, loops[guarded:depth + 1], lets)
+        dim, loop = choice.dim, loops[choice.depth]
+        self.ctx.sliding_windows.setdefault(self.name, []).append(SlidingWindow(
+            self.name, dim, loop.name, *region[dim]))
+        carried = _carried(region, dim, choice.direction, loops[guarded:choice.depth + 1],
+                           loops[choice.depth + 1:], lets)
         stages = [self.ctx.stage_prefix(self.name, k) + f.args[dim].name
                   for k in range(len(f.definitions))]
-        return _shrink(pc, stages, region[dim], loop, direction, carried)
+        return _shrink(pc, stages, region[dim], loop, choice.direction, carried)
 
 
-def slid(pc: n.ProducerConsumer) -> bool:
-    """Whether the produce `pc` computes only the new part of a window (`_shrink`)."""
-    return isinstance(pc.produce, n.LetStmt) and \
-        pc.produce.name.endswith((".slide_min", ".slide_max"))
+def _choices(f, region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
+             lets: dict[str, n.Expr], guarded: int) -> list[_Choice]:
+    """The loops (innermost first) that the region at one compute site can slide along."""
+    out = []
+    for depth in reversed(range(guarded, len(loops))):
+        window = _window(region, loops, depth, lets)
+        if window is not None and _updates_slide(f, window[0]):
+            dim, direction = window
+            out.append(_Choice(depth, dim, direction,
+                               _overlaps(region[dim], loops[depth], direction)))
+    return out
 
 
-def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
-            depth: int) -> tuple[int, Monotonic] | None:
+def _shared_dim(sites: list[list[_Choice]]) -> int:
+    """The dimension the Func slides along where it can: the one the most compute sites
+    can slide along, then the one whose regions overlap at the most sites, then the
+    first found (so the sites agree, and `storage_folding` can fold it)."""
+    dims = list(dict.fromkeys(c.dim for choices in sites for c in choices))
+    return max(dims, default=0, key=lambda d: (
+        sum(any(c.dim == d for c in choices) for choices in sites),
+        sum(any(c.dim == d and c.overlaps for c in choices) for choices in sites)))
+
+
+def _choose(choices: list[_Choice], dim: int) -> _Choice | None:
+    """The loop one compute site slides along: one that moves `dim` if any, else any;
+    among those the innermost whose regions overlap (along the outer x of a vectorized
+    consumer, whose iterations need disjoint columns, sliding reuses nothing; along the
+    rows around it, it does), else the innermost."""
+    preferred = [c for c in choices if c.dim == dim] or choices
+    return next((c for c in preferred if c.overlaps), preferred[0] if preferred else None)
+
+
+def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For], depth: int,
+            lets: dict[str, n.Expr]) -> tuple[int, Monotonic] | None:
     """The dimension of `region` that slides over `loops[depth]` and its direction, or
     None."""
     var = loops[depth].name
     inner = loops[depth + 1:]
-    if any(uses_var(loop.min, var) or uses_var(loop.extent, var) for loop in inner):
+    if _ranges_use(inner, var, lets):
         return None
     moving = [i for i, (lo, hi) in enumerate(region) if uses_var(lo, var) or uses_var(hi, var)]
     if len(moving) != 1:
@@ -166,8 +221,24 @@ def _window(region: list[tuple[n.Expr, n.Expr]], loops: list[n.For],
     return dim, directions.pop()
 
 
+def _ranges_use(loops: list[n.For], var: str, lets: dict[str, n.Expr]) -> bool:
+    """Whether the range of any of `loops` depends on `var` (through the lets too): then
+    their iterations cover other points at each iteration of `var`'s loop."""
+    return any(uses_var(_expand(e, lets), var) for loop in loops for e in (loop.min, loop.extent))
+
+
+def _overlaps(extremes: tuple[n.Expr, n.Expr], loop: n.For, direction: Monotonic) -> bool:
+    """Whether the region at each iteration of `loop` provably shares a point with the
+    previous iteration's (so sliding along `loop` reuses something)."""
+    lo, hi = extremes
+    previous = {loop.name: n.Sub(n.Var(loop.name), const(1))}
+    if direction is Monotonic.INCREASING:
+        return can_prove(n.LE(lo, substitute(hi, previous)))
+    return can_prove(n.LE(substitute(lo, previous), hi))
+
+
 def _carried(region: list[tuple[n.Expr, n.Expr]], dim: int, direction: Monotonic,
-             loops: list[n.For], lets: dict[str, n.Expr]
+             loops: list[n.For], deeper: list[n.For], lets: dict[str, n.Expr]
              ) -> list[tuple[n.Expr, tuple[n.Expr, n.Expr]]]:
     """The loops around the sliding loop `loops[-1]` (innermost last) that the window also
     carries over (`f.store_root().compute_at(g, x); g.compute_at(h, x)`: g's x loop
@@ -175,14 +246,17 @@ def _carried(region: list[tuple[n.Expr, n.Expr]], dim: int, direction: Monotonic
     condition of its first iteration and the region at the last iteration of the loops
     inside it, in its previous iteration, where the first iteration of those continues
     from. A loop qualifies (and so the ones around it may) when the loops inside it run
-    at least once at each of its iterations, only `dim` moves with it, and both ends of
-    `dim` move `direction`'s way from that last iteration to the next first one (so
-    storage folding still holds the rows it needs)."""
+    at least once at each of its iterations, only `dim` moves with it, the ranges of
+    the `deeper` loops (inside the sliding loop, down to the compute level) don't move
+    with it either (else its previous iteration computed the rows at other columns), and
+    both ends of `dim` move `direction`'s way from that last iteration to the next first
+    one (so storage folding still holds the rows it needs)."""
     inner = [loops[-1]]
     out: list[tuple[n.Expr, tuple[n.Expr, n.Expr]]] = []
     for outer in reversed(loops[:-1]):
         o = outer.name
-        if any(uses_var(e, o) for i, ends in enumerate(region) if i != dim for e in ends):
+        if any(uses_var(e, o) for i, ends in enumerate(region) if i != dim for e in ends) \
+                or _ranges_use(deeper, o, lets):
             break
         ranges = [(_expand(loop.min, lets), _expand(loop.extent, lets)) for loop in inner]
         if not all(can_prove(n.LE(const(1), extent)) for _, extent in ranges):

@@ -9,9 +9,12 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     mins `f.min.{i}` from bounds inference, and each stride written out in the index as
     the product of the later extents, where the backend computes it in 64 bits as it does
     every index (a let would hold it in an int32, which a buffer of more than 2**31
-    elements overflows). They go on the stack when `store_in` says "stack"/"local" (sized by a
-    constant upper bound of each extent, which must exist) or, by default, when the size
-    is a small constant; "global" and "shared" (on the CPU) mean the heap.
+    elements overflows). They go on the stack when `store_in` says "stack"/"local" or, by
+    default, when the size is a small constant; "global" and "shared" (on the CPU) mean
+    the heap. A stack buffer is sized by a constant upper bound of each extent where one
+    exists (a tile's region is at most the tile), else by the extent itself: an
+    `Allocate` in "stack" of a size known only when it runs, which the backend puts on
+    the stack when it is small and on the heap when it isn't (as Halide does).
 """
 from __future__ import annotations
 
@@ -114,7 +117,7 @@ class _Flatten(IRMutator):
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         extents = [simplify(ext) for _, ext in r.bounds]
         if r.scope in ("stack", "local"):
-            extents = [self._constant_extent(r, i, ext) for i, ext in enumerate(extents)]
+            extents = [self._stack_extent(ext) for ext in extents]
         # strides[i] is the product of the extents after i; strides[-1] is the size.
         strides: list[n.Expr] = [const(1)]
         for i in reversed(range(len(r.bounds))):
@@ -145,25 +148,17 @@ class _Flatten(IRMutator):
                 f"most halo allocates with constant sizes; compute {r.name} at an inner loop "
                 f"level (compute_at) so it stores a smaller region")
 
-    def _constant_extent(self, r: n.Realize, i: int, extent: n.Expr) -> n.Expr:
+    def _stack_extent(self, extent: n.Expr) -> n.Expr:
         """A stack buffer is sized by a constant upper bound of each extent (a tile's
-        region is at most the tile, even where the edge of the image clips it)."""
+        region is at most the tile, even where the edge of the image clips it), else by
+        the extent itself (its size is then known only when it runs)."""
         if isinstance(extent, n.Const):
             return extent
-        extent = simplify(_expand(extent, self.lets))
-        bound = constant_upper_bound(extent)
+        expanded = simplify(_expand(extent, self.lets))
+        bound = constant_upper_bound(expanded)
         if bound is None and self.loops:
             # over the enclosing loops of constant range (an unrolled or vectorized
             # loop's index, e.g. the extent x_i - 1 of a region clipped by a shifted tail)
-            upper = bounds_of_expr(extent, self.loops).max
+            upper = bounds_of_expr(expanded, self.loops).max
             bound = None if upper is None else constant_upper_bound(upper)
-        if bound is None:
-            f = self.ctx.env.funcs[r.name]
-            dim = f.args[i].name if i < len(f.args) else str(i)
-            raise ScheduleError(
-                f"{r.name}.store_in({r.scope!r}): a {r.scope} buffer needs a constant size, "
-                f"but dimension {i} ({dim}) has extent {expr_to_str(extent)}, which halo "
-                f"can't bound by a constant; give it one with {r.name}.bound({dim}, min, "
-                f"extent), or compute {r.name} at a loop level where that dimension's "
-                "region is a constant-size tile (compute_at inside a split loop)")
-        return const(max(bound, 0))
+        return extent if bound is None else const(max(bound, 0))

@@ -14,17 +14,25 @@ always in [0, fold)):
 Why it is safe: a row r needed at iteration i lies in that window, [min_i, max_i]. Every
 row written since r was last written is in (r, max_i] (growing windows; mirrored for
 shrinking ones), so none of them is r + k * fold for k >= 1 while fold > max_i - min_i.
+Loops between the sliding loop and the compute level (the columns of a row) each write
+the same new rows into their own points of the other dimensions, so this holds for each
+point of those. It holds at one compute site only if that site slides along the folded
+dimension: a site that slides along another dimension keeps rows from earlier
+iterations of its loop, which folding would overwrite. So a Func is folded only when
+every one of its compute sites slid along the same dimension (the fold is the largest of
+their windows).
 
 Input: the Stmt after `sliding_window` (Realize bounds from bounds inference, Provide and
 Func Calls with coordinates); `ctx.sliding_windows`. Output: the same Stmt with each
 foldable Realize's folded dimension bounded by [0, fold) and that coordinate of every
-access taken `% fold`. Storage stays unfolded when the window's extent has no constant
-bound, when `bound()` fixes the dimension, when the Func slid along different dimensions
-in different copies of its produce (a consumer's specializations or whole-tile nests),
-when a produce inside the Realize didn't slide (under a parallel loop), or when the
-allocation is already a constant no larger than the fold.
+access taken `% fold`. Storage stays unfolded when a compute site doesn't slide or slides
+along another dimension, when the window's extent has no constant bound, when `bound()`
+fixes the dimension, or when the allocation is already a constant no larger than the
+fold.
 """
 from __future__ import annotations
+
+from collections import Counter
 
 from halo.analysis.simplify import simplify
 from halo.analysis.simplify.const_bounds import ConstBounds
@@ -32,27 +40,33 @@ from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.visitor import IRMutator, walk
 from halo.lower.context import LowerContext
-from halo.lower.sliding_window import SlidingWindow, slid
+from halo.lower.sliding_window import SlidingWindow
 
 _MAX_FOLD = 1 << 16  # a window wider than this isn't worth folding (and may be unbounded)
 
 
 def storage_folding(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    if not ctx.sliding_windows:
+        return stmt
+    sites = Counter(s.name for s in walk(stmt) if isinstance(s, n.ProducerConsumer))
     for name, windows in ctx.sliding_windows.items():
-        f = ctx.env.funcs[name]
-        dims = {w.dim for w in windows}
-        if len(dims) != 1 or f.args[windows[0].dim].name in f.schedule.bounds:
+        dims = {window.dim for window in windows}
+        if len(dims) != 1 or len(windows) != sites[name]:
             continue
-        folds = [_fold_factor(w) for w in windows]
-        if None not in folds:
-            stmt = _FoldRealize(name, dims.pop(), max(folds)).mutate(stmt)
+        dim = dims.pop()
+        f = ctx.env.funcs[name]
+        if f.args[dim].name in f.schedule.bounds:
+            continue
+        fold = _fold_factor(windows)
+        if fold is not None:
+            stmt = _FoldRealize(name, dim, fold).mutate(stmt)
     return stmt
 
 
-def _fold_factor(window: SlidingWindow) -> int | None:
-    """The smallest power of two >= the window's largest extent, or None if unbounded."""
-    extent = simplify(n.Add(n.Sub(window.max, window.min), const(1)))
-    _, most = ConstBounds({}).of(extent)
+def _fold_factor(windows: list[SlidingWindow]) -> int | None:
+    """The smallest power of two >= the windows' largest extent, or None if unbounded."""
+    most = max(ConstBounds({}).of(simplify(n.Add(n.Sub(w.max, w.min), const(1))))[1]
+               for w in windows)
     if most >= _MAX_FOLD:
         return None
     fold = 1
@@ -62,9 +76,7 @@ def _fold_factor(window: SlidingWindow) -> int | None:
 
 
 class _FoldRealize(IRMutator):
-    """Fold each Realize of Func `name` and every access inside it, if every produce of
-    the Func there slid (one that didn't computes its whole region at each iteration,
-    perhaps in parallel iterations at once, and that region need not fit the fold)."""
+    """Fold each Realize of Func `name` in dimension `dim`, and every access inside it."""
 
     def __init__(self, name: str, dim: int, fold: int):
         self.name, self.dim, self.fold = name, dim, fold
@@ -72,9 +84,6 @@ class _FoldRealize(IRMutator):
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         if r.name != self.name:
             return self.mutate_children(r)
-        if not all(slid(s) for s in walk(r.body)
-                   if isinstance(s, n.ProducerConsumer) and s.name == r.name):
-            return r
         dim = self.dim
         extent = simplify(r.bounds[dim][1])
         if isinstance(extent, n.Const) and extent.value <= self.fold:

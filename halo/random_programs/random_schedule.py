@@ -353,7 +353,8 @@ def _place(drawer: Drawer, placer: Placer, name: str, rng: random.Random) -> Non
     if rng.random() < 0.3:
         _store(drawer, ref, chain, rng)
     if rng.random() < 0.1:
-        drawer.emit(Call(ref, "store_in", ("global",)))  # "stack" needs a constant size
+        # (a stack buffer whose region has no constant bound takes its size at run time)
+        drawer.emit(Call(ref, "store_in", (rng.choice(("global", "stack")),)))
 
 
 def _store(drawer: Drawer, ref: StageRef, chain, rng: random.Random) -> None:
@@ -553,11 +554,8 @@ def draw_cache_write(drawer: Drawer, name: str, rng: random.Random) -> str | Non
     is placed (and scheduled) by `place_cache_write` once the Func's loops are drawn."""
     if rng.random() >= CACHE_WRITE_RATE:
         return None
-    # Only "global": whether a "local" (stack) copy has a constant size depends on how
-    # consumers read it (a boundary condition's select spans the image), which the
-    # generator can't predict as precisely as halo's bounds do.
     f = drawer.built.funcs[name]
-    scope = "global"
+    scope = rng.choice(("global", "local"))
     new = predicted_cache_name(f, scope)
     drawer.emit(Call(StageRef(name), "cache_write", (scope,), result=new))
     return new
@@ -595,7 +593,7 @@ def draw_cache_reads(drawer: Drawer, placer: Placer, rng: random.Random) -> None
         uses_now = _direct_uses(placer.env, obj)
         readers = sorted({g for g, _ in uses_now
                           if g in drawer.built.funcs and placer.placement(g) != "inline"})
-        scope = rng.choice(("global", "global", "shared"))
+        scope = rng.choice(("global", "global", "shared", "stack"))
         new = predicted_cache_name(obj, scope)
         if readers and rng.random() < 0.7:
             g = rng.choice(readers)

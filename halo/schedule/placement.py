@@ -100,8 +100,10 @@ class FuncPlacement:
     def store_in(self: P, scope: str) -> P:
         """The memory the Func's buffer lives in. On the CPU: "global" is the heap;
         "stack" and "local" are the stack (LLVM keeps a small one in registers), sized by
-        a constant upper bound of each extent, which must exist (a tile's region is
-        bounded by the tile); "shared" is recorded for the GPU and means the heap here.
+        a constant upper bound of each extent (a tile's region is bounded by the tile);
+        where an extent has none (a row as wide as the image), by its size at run time,
+        on the stack up to 16 KiB and on the heap past that; "shared" is recorded for the
+        GPU and means the heap here.
         By default small constant-size buffers go on the stack, the rest on the heap.
 
             allocate g[g.extent.0 * g.extent.1] in heap:     g.store_in("stack")

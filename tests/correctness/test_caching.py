@@ -170,6 +170,47 @@ def test_matmul_with_local_tile_and_packed_panel():
         assert_matches_reference(C, (m, nn), inputs={A: a, B: b}, expected=a @ b, rtol=1e-4)
 
 
+@pytest.mark.parametrize("depth", [1, 3, 29, 600])
+def test_matmul_with_a_stack_panel_as_deep_as_the_reduction(depth):
+    """A packed panel of B on the stack, computed per column tile of C: its region spans
+    the whole reduction (a width known only at run time), so it takes its size when it
+    runs, on the stack while small (up to 16 KiB: depth <= 512 at 8 float32 columns) and
+    on the heap past that."""
+    A = halo.ImageParam(halo.float32, 2, "A")
+    B = halo.ImageParam(halo.float32, 2, "B")
+    k = halo.RDom((0, A.shape[1]), name="k")
+    C = halo.Func("C")
+    C[i, j] = 0.0
+    C[i, j] += A[i, k] * B[k, j]
+    CL = C.cache_write("local")
+    Bp = B.cache_read("stack", readers=[CL])
+    C.tile(i, j, io, jo, ii, ji, 4, 8)
+    CL.compute_at(C, jo)
+    CL.update(0).reorder(k.x, i, j).vectorize(j, 8)
+    Bp.compute_at(C, jo)
+    assert "allocate B_stack[A.extent.1 * 8] as float32 in stack" in str(C.lower())
+    for m, nn in [(7, 13), (1, 1), (9, 8)]:
+        a = rng.random((m, depth), dtype=np.float32)
+        b = rng.random((depth, nn), dtype=np.float32)
+        assert_matches_reference(C, (m, nn), inputs={A: a, B: b}, expected=a @ b, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 7), (3, 4099), (2, 9001)])
+def test_cache_read_on_the_stack_at_a_row_loop(shape):
+    """g.cache_read("stack") computed per row of f: a row as wide as the image (on the
+    stack up to 4096 float32 columns, on the heap past that), as Halide allows."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[y, x] = inp[y, x] * 2.0 + 1.0
+    f[y, x] = g[y, x - 1] + g[y, x] * 3.0
+    g.compute_root()
+    copy = g.cache_read("stack")
+    copy.compute_at(f, y)
+    assert "in stack" in str(f.lower())
+    image = rng.random((shape[0], shape[1] + 1), dtype=np.float32)
+    assert_matches_reference(f, shape, inputs={inp: image}, origin=(0, 1))  # reads x - 1
+
+
 @pytest.mark.parametrize("scope", ["global", "stack", "local", "shared"])
 def test_store_in_scopes(scope):
     """Every scope computes the same values; stack/local are stack buffers (sized by the
@@ -187,13 +228,15 @@ def test_store_in_scopes(scope):
         assert_matches_reference(by, shape, inputs={inp: _image(*shape)})
 
 
-def test_store_in_stack_of_a_whole_row_needs_a_bound():
-    """A strip as wide as the image has no constant size until bound() gives it one."""
+def test_store_in_stack_of_a_whole_row_takes_its_size_at_run_time():
+    """A strip as wide as the image has no constant size: its stack buffer is sized when
+    it runs (6 rows by the width), until bound() gives it a constant one."""
     inp, bx, by = blur()
     by.split(y, yo, yi, 4)
     bx.compute_at(by, yo).store_in("stack")
-    with pytest.raises(halo.ScheduleError, match="needs a constant size"):
-        by.lower()
+    assert "allocate blur_x[blur_x.extent.1 * 6] as float32 in stack" in str(by.lower())
+    for shape in SIZES:
+        assert_matches_reference(by, shape, inputs={inp: _image(*shape)})
     bx.bound(x, 0, 7)
     assert "allocate blur_x[42] as float32 in stack" in str(by.lower())
     assert_matches_reference(by, (5, 7), inputs={inp: _image(5, 7)})

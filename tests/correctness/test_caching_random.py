@@ -46,11 +46,11 @@ def _random_schedule(rng: random.Random):
         bx.compute_at(by, var)
     reader = bx  # the Func that reads inp: bx, or the stage cache_write moves it to
     if rng.random() < 0.5:
-        reader = bx.cache_write(rng.choice(["global", "shared"]))
+        reader = bx.cache_write(rng.choice(["global", "shared", "stack"]))
         if kind == "at":
             reader.compute_at(by, var)
     readers = rng.choice([None, [reader]])
-    scope = "local" if kind == "at" and var is xo else rng.choice(["global", "shared"])
+    scope = "local" if kind == "at" and var is xo else rng.choice(["global", "shared", "stack"])
     c = inp.cache_read(scope, readers=readers)
     where = "reader" if scope == "local" else rng.choice(["root", "reader", "inline"])
     if where == "inline":

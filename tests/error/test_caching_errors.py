@@ -111,18 +111,6 @@ def test_cache_write_after_scheduling_an_update():
 # --------------------------------------------------------------------------- store_in
 
 
-def test_store_in_stack_without_a_constant_size():
-    """A stack buffer whose extent has no constant bound names the dimension and the
-    ways out."""
-    inp, g, f = two_stage()
-    g.compute_at(f, y).store_in("stack")
-    assert message(halo.ScheduleError, f.lower) == (
-        "g.store_in('stack'): a stack buffer needs a constant size, but dimension 1 (x) has "
-        "extent f.extent.1, which halo can't bound by a constant; give it one with "
-        "g.bound(x, min, extent), or compute g at a loop level where that dimension's "
-        "region is a constant-size tile (compute_at inside a split loop)")
-
-
 def test_store_in_an_inlined_func():
     """An inlined Func has no storage."""
     inp, g, f = two_stage()

@@ -324,15 +324,6 @@ def test_store_in_unknown_scope():
         g.store_in("registers")
 
 
-def test_stack_storage_of_non_constant_size():
-    """The stack needs a size known when compiling; the message says how to get one."""
-    inp, g, f = two_stage()
-    g.compute_root().store_in("stack")
-    with raises(halo.ScheduleError, "g.store_in('stack')", "needs a constant size",
-                "g.bound(y, min, extent)"):
-        f.lower()
-
-
 def test_compute_inline_of_a_func_with_updates():
     """A Func with update definitions has no single expression to substitute."""
     inp = halo.ImageParam(halo.float32, 1, "inp")

@@ -287,3 +287,23 @@ def test_a_loop_that_does_not_start_at_zero(origin):
     expected = halo.reference(shifted, (7, 4), inputs={inp: image})
     np.testing.assert_allclose(got, expected, rtol=1e-6)
     assert kernel.store_counts["blur_x"] == (7 + 2) * 4
+
+
+@pytest.mark.parametrize("shape", [(64, 40), (45, 19)])
+def test_computed_at_the_outer_x_of_vectors_slides_down_the_strip(shape):
+    """Halide's classic blur: blur_x stored per strip and computed at the consumer's
+    outer x of its vectors. Consecutive x iterations need disjoint columns (sliding along
+    x reuses nothing), consecutive rows share two rows: it slides along yi, so each
+    iteration computes one new row of 8 columns, as Halide does (it slid along x and
+    computed 3 rows per vector of output before)."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    c = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = (c[y, x - 1] + c[y, x] + c[y, x + 1]) / 3
+    out[y, x] = (bx[y - 1, x] + bx[y, x] + bx[y + 1, x]) / 3
+    out.split(y, yo, yi, 32).parallel(yo).vectorize(x, 8)
+    bx.store_at(out, yo).compute_at(out, x).vectorize(x, 8)
+    kernel = run_both(inp, out, shape, COUNTING)
+    rows = sum(32 + 2 for _ in strip_starts(shape[0], 32))
+    columns = -(-shape[1] // 8) * 8  # (the last vector shifts inwards, overlapping)
+    assert kernel.store_counts["blur_x"] == rows * columns

@@ -119,3 +119,47 @@ def test_a_bound_dimension_stays_unfolded():
     stmt, _ = lower_until(out, "storage_folding")
     assert all(r.bounds[0][0] == n.Var("blur_x.min.0") for r in realizes_of(stmt, "blur_x"))
     check(inp, out, (12, 5))
+
+
+def test_a_compute_site_that_does_not_slide_leaves_storage_unfolded():
+    """blur_x stored at root and computed per row of out; out specialized to run its rows
+    in parallel when p > 0. The serial branch slides along the rows, the parallel one
+    can't: all its iterations share the storage, so folding it to 4 rows (as the serial
+    branch alone would allow) would let one row's thread overwrite another's rows."""
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    p = halo.Param(halo.int32, "p", 0)
+    c = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = c[y, x - 1] + c[y, x] * 3 + c[y, x + 1]
+    out[y, x] = bx[y - 1, x] + bx[y, x] * 5 + bx[y + 1, x]
+    out.specialize(p > 0).parallel(y)
+    bx.store_root().compute_at(out, y)
+    stmt, ctx = lower_until(out, "storage_folding")
+    assert len(ctx.sliding_windows["blur_x"]) == 1  # the serial branch's
+    assert all(r.bounds[0][0] == n.Var("blur_x.min.0") for r in realizes_of(stmt, "blur_x"))
+    kernel = out.compile(halo.Target("host", threads=4))
+    for shape in [(1, 1), (37, 5), (601, 67)]:
+        img = np.random.default_rng(shape[0]).integers(-100, 100, shape, dtype=np.int32)
+        for value in (0, 1):
+            np.testing.assert_array_equal(kernel(shape, inp=img, p=value),
+                                          halo.reference(out, shape, inputs={inp: img,
+                                                                             p: value}))
+
+
+@pytest.mark.parametrize("shape", [(64, 40), (45, 19), (3, 8), (1, 1)])
+def test_the_classic_blur_keeps_four_rows_of_each_strip(shape):
+    """Halide's classic blur: blur_x stored per strip of 32 rows and computed at the outer
+    x of out's vectors slides along the strip's rows (yi), in the whole-tile nest and the
+    clamped one alike, so its storage folds to 4 rows of the strip's width."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    c = halo.boundary.repeat_edge(inp)
+    bx, out = halo.Func("blur_x"), halo.Func("out")
+    bx[y, x] = (c[y, x - 1] + c[y, x] + c[y, x + 1]) / 3
+    out[y, x] = (bx[y - 1, x] + bx[y, x] + bx[y + 1, x]) / 3
+    out.split(y, yo, yi, 32).parallel(yo).vectorize(x, 8)
+    bx.store_at(out, yo).compute_at(out, x).vectorize(x, 8)
+    stmt, ctx = lower_until(out, "storage_folding")
+    windows = ctx.sliding_windows["blur_x"]
+    assert len(windows) == 2 and {(w.loop, w.dim) for w in windows} == {("out.s0.y.yi", 0)}
+    assert all(r.bounds[0] == (n.const(0), n.const(4)) for r in realizes_of(stmt, "blur_x"))
+    check(inp, out, shape)

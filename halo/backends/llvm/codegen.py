@@ -94,6 +94,11 @@ def _loop_type(loop: n.For) -> Type:
 
 
 # IR operator -> the function of arithmetic.py that implements its semantics
+# A stack buffer of a size known only at run time goes on the stack up to this many bytes
+# (halo's and Halide's limit for small buffers), on the heap past it.
+DYNAMIC_STACK_BYTES = 16 * 1024
+_STACK_ALIGNMENT = 64  # a dynamic alloca's: a cache line, at least any vector's width
+
 _CONTRACTIBLE = (n.Add, n.Sub, n.Mul)
 # Operators an int32 index is computed through in 64 bits (_wide_index).
 _WIDENED = (n.Add, n.Sub, n.Mul, n.Min, n.Max)
@@ -348,13 +353,44 @@ class _FunctionEmitter:
         """An `alloca` of a constant size in the entry block, so that a loop around the
         allocation reuses one stack slot instead of growing the stack each iteration."""
         size = s.size
-        if not (isinstance(size, n.Const) and size.type.is_integer and size.value >= 0):
+        if not isinstance(size, n.Const):
+            self._dynamic_stack_allocation(s)
+            return
+        if not (size.type.is_integer and size.value >= 0):
             raise InternalError(f"stack allocation {s.name!r} has size {expr_to_str(size)}; "
-                                "it must be a non-negative integer constant")
+                                "it must be a non-negative integer")
         pointer = self._entry.alloca(memory_type(s.type), size=ir.Constant(INDEX, size.value),
                                      name=s.name)
         with _bound(self._buffers, s.name, _Binding(s.type, pointer)):
             self._stmt(s.body)
+
+    def _dynamic_stack_allocation(self, s: n.Allocate) -> None:
+        """A stack buffer whose size is known only when it runs: an `alloca` where the
+        buffer takes at most `DYNAMIC_STACK_BYTES`, else malloc (a size the stack may not
+        hold), freed after the body. The stack pointer is saved before and restored after,
+        so a loop around the allocation doesn't grow the stack each iteration. A negative
+        size compares as a huge unsigned one and takes the heap path."""
+        b = self._builder
+        size = b.mul(self._index(s.size), ir.Constant(INDEX, s.type.bytes))
+        saved = b.call(self._c_function("llvm.stacksave.p0", POINTER, []), [])
+        small = b.icmp_unsigned("<=", size, ir.Constant(INDEX, DYNAMIC_STACK_BYTES))
+        with b.if_else(small) as (then, otherwise):
+            with then:
+                on_stack = b.alloca(ir.IntType(8), size=size, name=f"{s.name}.stack")
+                on_stack.align = _STACK_ALIGNMENT
+                from_stack = b.block
+            with otherwise:
+                on_heap = b.call(self._c_function("malloc", POINTER, [INDEX]), [size],
+                                 name=f"{s.name}.heap")
+                from_heap = b.block
+        pointer = b.phi(POINTER, name=s.name)
+        pointer.add_incoming(on_stack, from_stack)
+        pointer.add_incoming(on_heap, from_heap)
+        with _bound(self._buffers, s.name, _Binding(s.type, pointer)):
+            self._stmt(s.body)
+        with b.if_then(b.not_(small)):
+            b.call(self._c_function("free", ir.VoidType(), [POINTER]), [pointer])
+        b.call(self._c_function("llvm.stackrestore.p0", ir.VoidType(), [POINTER]), [saved])
 
     def _c_function(self, name: str, result: ir.Type, params: list[ir.Type]) -> ir.Function:
         module = self._function.module

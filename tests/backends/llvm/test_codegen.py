@@ -286,8 +286,8 @@ def test_free_variable_raises_internal_error_naming_it():
 @pytest.mark.parametrize(("body", "message"), [
     (Store("out", const(0), Load(int32, "missing", const(0))), "buffer 'missing'"),
     (Provide("out", const(0), (const(0),)), "Provide"),
-    (Allocate("tmp", int32, n, Store("tmp", const(0), const(1)), scope="stack"),
-     "must be a non-negative integer constant"),
+    (Allocate("tmp", int32, const(-1), Store("tmp", const(0), const(1)), scope="stack"),
+     "must be a non-negative integer"),
     (Store("out", const(0), Cast(int32, Var("n", int64))), "used as int64"),
     (Store("out", const(0), Add(const(1), const(1, int64))), "different types"),
     (Store("out", const(0), Cast(int32, Call(float32, "sinh", (const(1.0, float32),),

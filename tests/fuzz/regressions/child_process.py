@@ -11,11 +11,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def assert_survives_in_a_child(module: str, repeats: int = 1, **env: str) -> None:
-    """Call `_run()` of the test module `module` (a file name in this folder, without
-    `.py`) `repeats` times in a fresh Python process with the on-disk cache off, plus
-    the environment variables `env`; it must exit cleanly."""
-    script = (f"import gc\nfrom tests.fuzz.regressions.{module} import _run\n"
+def assert_survives_in_a_child(module: str, repeats: int = 1,
+                               package: str = "tests.fuzz.regressions", **env: str) -> None:
+    """Call `_run()` of the test module `module` (a file name in `package`'s folder,
+    without `.py`) `repeats` times in a fresh Python process with the on-disk cache off,
+    plus the environment variables `env`; it must exit cleanly."""
+    script = (f"import gc\nfrom {package}.{module} import _run\n"
               f"for _ in range({repeats}):\n    _run()\ngc.collect()\nprint('survived')\n")
     child_env = {**os.environ, "MALLOC_CHECK_": "3", "HALO_CACHE_DIR": "off",
                  "PYTHONPATH": str(ROOT), **env}
