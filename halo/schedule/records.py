@@ -118,6 +118,16 @@ class CacheOrigin:
 
 
 @dataclass(frozen=True)
+class InlineReduction:
+    """A Func made by an inline reduction (`halo.sum(e)`, `maximum`, ...): the verb, and
+    whether the user named it (`name=`; else halo did, and says where it came from).
+    Unless placed, it is computed at the innermost loop of the one stage that uses it
+    (see `halo.lower.realization`)."""
+    verb: str
+    named: bool
+
+
+@dataclass(frozen=True)
 class RFactor:
     """`rfactor(loop, var)` turned this update into a merge over `loop` of the Func
     `intermediate`, whose new pure dimension `var` stands for `loop`. `prior` is the
@@ -163,3 +173,4 @@ class FuncSchedule:
     estimates: list[tuple[int, int]] | None = None
     memory_scope: MemoryScope = MemoryScope.AUTO
     cache: CacheOrigin | None = None       # set on Funcs made by cache_read/cache_write
+    inline_reduction: InlineReduction | None = None  # set on Funcs made by halo.sum, ...
