@@ -81,12 +81,12 @@ def inline_reduction_level(f, ctx: LowerContext) -> LoopLevel:
                 g.name not in ctx.outputs:
             ctx.compute_levels[g.name] = inline_reduction_level(g, ctx)
         if ctx.compute_levels[g.name].kind is not PlacementKind.INLINE:
-            return _innermost_scalar_loop(g.name, k, g.schedule.stages[k])
+            return innermost_scalar_loop(g.name, k, g.schedule.stages[k])
         users = callers(g, funcs)
     return ROOT
 
 
-def _innermost_scalar_loop(func: str, k: int, stage: StageSchedule) -> LoopLevel:
+def innermost_scalar_loop(func: str, k: int, stage: StageSchedule) -> LoopLevel:
     """The innermost loop of stage `k` of `func` that every variant of the stage has,
     made by the same splits and fuses, and none vectorizes (ROOT if none)."""
     variants = [(v, _derivations(v)) for v in stage.variants()]
