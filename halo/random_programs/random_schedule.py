@@ -302,12 +302,18 @@ class Placer:
 
     def reduction_level(self, name: str):
         """Where lowering computes an unplaced inline reduction: the innermost scalar
-        loop of the one stage that uses it (`lower.realization`)."""
+        loop of the one stage that uses it (`lower.realization`). Under a specialized
+        stage, whose branches may nest the loops outside it differently, "root": the
+        Funcs it reads are then computed at root or inline, which is legal anywhere; so
+        too under a Func the schedule can't name (another unnamed reduction)."""
         users = self.effective_uses(name)
         if len(users) != 1:
             return "root"
         g, k = users[0]
-        level = innermost_scalar_loop(g, k, self.env.funcs[g].schedule.stages[k])
+        stage = self.env.funcs[g].schedule.stages[k]
+        if stage.specializations or g not in self.d.built.funcs:  # (a schedule can't name g)
+            return "root"
+        level = innermost_scalar_loop(g, k, stage)
         return (StageRef(g, k), level.var) if level.var is not None else "root"
 
     def effective_uses(self, name: str) -> list[tuple[str, int]]:
