@@ -27,6 +27,7 @@ from halo.ir.printer import loop_nest_to_str
 from halo.lang.driver_seam import install_pipeline
 from halo.lang.environment import Environment
 from halo.lang.func import Func
+from halo.lang.reduction_origins import explained, notes
 from halo.lower.pipeline import Lowered, lower
 from halo.lru_cache import LRUCache
 from halo.runtime.kernel import Kernel
@@ -35,14 +36,17 @@ from halo.target import Target
 
 
 def _short_traceback(method):
-    """`method`, raising a user's mistake (a HaloError) with a traceback that ends just
-    past the user's call: the 20-40 frames of halo's passes and IR visitors under it say
-    nothing about the mistake. `HALO_DEBUG` keeps the whole traceback."""
+    """`method` of a Pipeline, raising a user's mistake (a HaloError) with a traceback
+    that ends just past the user's call: the 20-40 frames of halo's passes and IR
+    visitors under it say nothing about the mistake. `HALO_DEBUG` keeps the whole
+    traceback. The message says where each name halo made up came from."""
     @functools.wraps(method)
-    def user_facing(*args, **kwargs):
+    def user_facing(self, *args, **kwargs):
         try:
-            return method(*args, **kwargs)
+            return method(self, *args, **kwargs)
         except HaloError as error:
+            if error.args and isinstance(error.args[0], str):
+                error.args = (self._explained(error.args[0]), *error.args[1:])
             if os.environ.get("HALO_DEBUG"):
                 raise
             raise error.with_traceback(None)  # noqa: B904 - the same error, fewer frames
@@ -64,7 +68,11 @@ class Pipeline:
 
     @_short_traceback
     def print_loop_nest(self, target: str | Target = "host") -> None:
-        print(loop_nest_to_str(self.lower(target).stmt), end="")
+        """Print the loop nest, after a line for each name halo made up that it shows
+        (`# sum0: the halo.sum in norm's definition`)."""
+        text = loop_nest_to_str(self.lower(target).stmt)
+        lines = [f"# {note}\n" for note in notes(text, Environment.of(self.outputs).funcs)]
+        print("".join(lines) + text, end="")
 
     @_short_traceback
     def compile(self, target: str | Target = "host") -> Kernel:
@@ -88,6 +96,14 @@ class Pipeline:
 
     def _names(self) -> str:
         return ", ".join(f.name for f in self.outputs)
+
+    def _explained(self, message: str) -> str:
+        """`message` saying where the names halo made up that it shows came from."""
+        try:
+            funcs = Environment.of(self.outputs).funcs
+        except HaloError:  # the pipeline itself is ill-formed: the message says so
+            return message
+        return explained(message, funcs)
 
 
 def _lower(outputs: list[Func], target: Target) -> Lowered:

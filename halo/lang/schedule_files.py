@@ -9,6 +9,7 @@ from halo.lang.environment import Environment
 from halo.lang.expr import Expr
 from halo.lang.func import Func
 from halo.lang.intrinsic import Intrinsic
+from halo.lang.reduction_origins import notes
 from halo.schedule.conditions import condition_from_json
 from halo.schedule.serialize import apply_schedules_json, schedules_source, schedules_to_json
 
@@ -16,9 +17,12 @@ from halo.schedule.serialize import apply_schedules_json, schedules_source, sche
 def schedule_source(f: Func) -> str:
     """The schedule of every Func feeding `f` as halo Python code. It refers to Funcs,
     inputs, RDoms and Intrinsics by their names, declares the loop Vars it introduces, and
-    names the Funcs that cache_read/cache_write make after themselves."""
+    names the Funcs that cache_read/cache_write make after themselves. A comment first
+    says where each name halo made up came from (`# sum0: the halo.sum in norm's
+    definition`): pass name= to the reduction to write the name yourself."""
     env = Environment.of([f])
-    return schedules_source({name: g.schedule for name, g in env.funcs.items()})
+    text = schedules_source({name: g.schedule for name, g in env.funcs.items()})
+    return "".join(f"# {note}\n" for note in notes(text, env.funcs)) + text
 
 
 def schedule_to_json(f: Func) -> str:

@@ -3,16 +3,28 @@ placements that can't work before any loop is built.
 
 It also checks the loop records that no pass lowers for this target (GPU bindings,
 tensorize). Defaults (ARCHITECTURE.md): outputs are computed at root; a pure Func with no
-placement is inlined; a Func with update definitions is computed at root unless placed.
+placement is inlined; a Func with update definitions is computed at root unless placed,
+but for an inline reduction (`halo.sum(e)`, ...), which is computed at the innermost loop
+of the one stage that uses it, as in Halide (`inline_reduction_level`).
 """
 from __future__ import annotations
 
+from halo.analysis.loops import Fuse, Split
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
+from halo.lang.reduction_origins import callers
 from halo.lower.context import LowerContext
 from halo.schedule.conditions import condition_text
 from halo.schedule.gpu import nesting_problem
-from halo.schedule.records import INLINE, ROOT, MemoryScope, PlacementKind, stage_label
+from halo.schedule.records import (
+    INLINE,
+    ROOT,
+    LoopLevel,
+    MemoryScope,
+    PlacementKind,
+    StageSchedule,
+    stage_label,
+)
 from halo.target import Target, TargetKind
 
 _GPU_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.VTHREAD)
@@ -45,6 +57,60 @@ def decide_realizations(stmt: None, ctx: LowerContext) -> None:
         ctx.compute_levels[name] = level
         ctx.store_levels[name] = sched.store_level or level
         _check_loop_records(f, ctx.target)
+    for name, f in ctx.env.funcs.items():
+        if f.schedule.inline_reduction and f.schedule.compute_level is None and \
+                name not in ctx.outputs:
+            level = inline_reduction_level(f, ctx)
+            ctx.compute_levels[name] = level
+            ctx.store_levels[name] = f.schedule.store_level or level
+
+
+def inline_reduction_level(f, ctx: LowerContext) -> LoopLevel:
+    """Where an unplaced inline reduction is computed: at the innermost loop of the one
+    stage that uses it, looking through the inlined pure Funcs between (their uses are
+    their consumer's). Not inside a vectorized loop (the reduction would run serially in
+    it, turning the vector loop serial): at the innermost loop outside those. At root
+    where it is used by several stages or there is no such loop. `ctx.compute_levels`
+    holds every other Func's level; reductions that use reductions are placed consumer
+    first."""
+    funcs = ctx.env.funcs
+    users = callers(f, funcs)
+    while len(users) == 1:
+        g, k = users[0]
+        if g.schedule.inline_reduction and g.schedule.compute_level is None and \
+                g.name not in ctx.outputs:
+            ctx.compute_levels[g.name] = inline_reduction_level(g, ctx)
+        if ctx.compute_levels[g.name].kind is not PlacementKind.INLINE:
+            return innermost_scalar_loop(g.name, k, g.schedule.stages[k])
+        users = callers(g, funcs)
+    return ROOT
+
+
+def innermost_scalar_loop(func: str, k: int, stage: StageSchedule) -> LoopLevel:
+    """The innermost loop of stage `k` of `func` that every variant of the stage has,
+    made by the same splits and fuses, and none vectorizes (ROOT if none)."""
+    variants = [(v, _derivations(v)) for v in stage.variants()]
+    main = variants[0][1]
+    for d in reversed(stage.dims):
+        found = [(v.find(d.name), made.get(d.name)) for v, made in variants]
+        if all(x is not None and x.kind is not ForKind.VECTORIZED and how == main[d.name]
+               for x, how in found):
+            return LoopLevel(PlacementKind.AT, func, k, d.name)
+    return ROOT
+
+
+def _derivations(sched: StageSchedule) -> dict[str, tuple]:
+    """How each loop of a stage was made: the chain of splits and fuses from the
+    definition's dimensions (a loop of another variant with the same chain is the same
+    loop)."""
+    made: dict[str, tuple] = {}
+    for t in sched.transforms:
+        if isinstance(t, Split):
+            base = made.pop(t.old, (t.old,))
+            made[t.outer], made[t.inner] = (*base, t, "outer"), (*base, t, "inner")
+        elif isinstance(t, Fuse):
+            made[t.fused] = (made.pop(t.outer, (t.outer,)), made.pop(t.inner, (t.inner,)), t)
+    return {d.name: made.get(d.name, (d.name,)) for d in sched.dims}
 
 
 def _check_scope(name: str, scope: MemoryScope, level: PlacementKind, is_output: bool) -> None:

@@ -59,6 +59,7 @@ class StageSpec:
     value: Value
     lines: tuple[str, ...]
     reads: tuple[str, ...]
+    reductions: tuple[str, ...] = ()  # the inline reductions it names (their Funcs)
 
     @property
     def dtype(self) -> str:
@@ -115,7 +116,7 @@ class RandomPipeline:
         """Execute `source()`: fresh Funcs and ImageParams, named as in the source."""
         namespace: dict = {}
         exec(compile(self.source(), f"<random pipeline {self.seed}>", "exec"), namespace)
-        funcs = {s.name: namespace[s.name] for s in self.stages}
+        funcs = {r: namespace[r] for s in self.stages for r in (*s.reductions, s.name)}
         params = {i.name: namespace[i.name] for i in self.inputs}
         return BuiltPipeline(funcs, params, funcs[self.output.name])
 

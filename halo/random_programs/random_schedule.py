@@ -21,6 +21,7 @@ from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.lang.environment import Environment
 from halo.lang.var import Var
+from halo.lower.realization import innermost_scalar_loop
 from halo.random_programs.pipeline_spec import DIMS, BuiltPipeline, RandomPipeline
 from halo.schedule.calls import Call, StageRef
 from halo.schedule.serialize import execute
@@ -295,7 +296,25 @@ class Placer:
         if name == self.d.pipeline.output.name:
             return "root"
         f = self.env.funcs[name]
+        if f.schedule.inline_reduction:
+            return self.reduction_level(name)
         return "root" if len(f.definitions) > 1 else "inline"
+
+    def reduction_level(self, name: str):
+        """Where lowering computes an unplaced inline reduction: the innermost scalar
+        loop of the one stage that uses it (`lower.realization`). Under a specialized
+        stage, whose branches may nest the loops outside it differently, "root": the
+        Funcs it reads are then computed at root or inline, which is legal anywhere; so
+        too under a Func the schedule can't name (another unnamed reduction)."""
+        users = self.effective_uses(name)
+        if len(users) != 1:
+            return "root"
+        g, k = users[0]
+        stage = self.env.funcs[g].schedule.stages[k]
+        if stage.specializations or g not in self.d.built.funcs:  # (a schedule can't name g)
+            return "root"
+        level = innermost_scalar_loop(g, k, stage)
+        return (StageRef(g, k), level.var) if level.var is not None else "root"
 
     def effective_uses(self, name: str) -> list[tuple[str, int]]:
         out = []
@@ -405,6 +424,18 @@ def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int,
             placer.named.add(intm)
 
 
+def _place_reductions(drawer: Drawer, placer: Placer, name: str, rng: random.Random,
+                      count: int) -> None:
+    """The inline reductions stage `name` names: left where lowering puts them (the
+    innermost loop of their user) a third of the time, else placed at root or at a loop
+    around their use, and given loop transformations."""
+    for red in drawer.pipeline.stage(name).reductions:
+        if rng.random() < 0.3:
+            continue
+        _place(drawer, placer, red, rng)
+        _schedule_loops(drawer, red, rng, count, specialize=False)
+
+
 def _draw_loops(drawer: Drawer, st: StageState, rng: random.Random, count: int,
                 table: dict[str, tuple[float, Callable]]) -> None:
     names, weights = list(table), [w for w, _ in table.values()]
@@ -433,6 +464,7 @@ def random_schedule(pipeline: RandomPipeline, built: BuiltPipeline, seed: int,
                 _schedule_loops(drawer, new, rng, max_calls_per_stage, placer)
                 placer.named.add(new)
         placer.env = Environment.of([built.output])
+        _place_reductions(drawer, placer, spec.name, rng, max_calls_per_stage)
     draw_cache_reads(drawer, placer, rng)
     return drawer.calls
 

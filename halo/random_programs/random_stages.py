@@ -33,6 +33,7 @@ class Drawing:
     stages: list[StageSpec] = field(default_factory=list)
     counter: int = 0
     resamples: int = 0
+    reductions: list[str] = field(default_factory=list)  # named, for the next stage
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -65,9 +66,25 @@ class Drawing:
         lines = (f'{name} = halo.Func("{name}")', *definition)
         used = [r for r in dict.fromkeys(reads)
                 if any(re.search(rf"\b{r}\b", line) for line in definition)]
-        spec = StageSpec(name, kind, ndim, replace(value, src=name), lines, tuple(used))
+        named = tuple(r for r in self.reductions if any(line.startswith(f"{r} = ")
+                                                         for line in definition))
+        self.reductions.clear()
+        spec = StageSpec(name, kind, ndim, replace(value, src=name), lines, tuple(used),
+                         named)
         self.stages.append(spec)
         return spec
+
+    def inline_reduction(self, verb: str, src: str, lines: list[str]) -> str:
+        """`halo.<verb>(src)` as source. Every other one is named (`red4`): `lines` gets
+        the lines that bind its call and its Func, so the Func joins the built pipeline
+        and random schedules place it; the call is returned."""
+        if self.counter % 2:
+            return f"halo.{verb}({src})"
+        name = self.fresh("red")
+        lines += [f'{name}_call = halo.{verb}({src}, name="{name}")',
+                  f"{name} = {name}_call.func"]
+        self.reductions.append(name)
+        return f"{name}_call"
 
     def producer(self, ndims=(2, 3), dtypes=None, exact: bool = False) -> StageSpec:
         """A stage to read: a recent one (more likely), or an input behind a boundary
@@ -233,8 +250,9 @@ def stencil_rdom(d: Drawing) -> StageSpec | None:
     name = d.fresh("s")
     form = d.choice(("sum", "maximum", "update", "update_where"))
     if form in ("sum", "maximum"):
-        value = (_sum_value(f"halo.sum({term.src})", term, ky * kx) if form == "sum" else
-                 replace(term, src=f"halo.maximum({term.src})"))
+        call = d.inline_reduction(form, term.src, lines)
+        value = (_sum_value(call, term, ky * kx) if form == "sum" else
+                 replace(term, src=call))
         return d.add("stencil_rdom", ndim, value, lines + _pure(name, ndim, value), [p.name],
                      name)
     partial = form == "update_where"
@@ -277,13 +295,14 @@ def pool(d: Drawing) -> StageSpec | None:
     lines = [f'{r} = halo.RDom((0, 2), (0, 2), name="{r}")']
     v = read(d, p, p.ndim, f"y * 2 + {r}.x", f"x * 2 + {r}.y")
     if d.rng.random() < 0.5:
-        value = replace(v, src=f"halo.maximum({v.src})")
+        value = replace(v, src=d.inline_reduction("maximum", v.src, lines))
     elif v.is_float:
-        s = _sum_value(f"halo.sum({v.src})", v, 4)
+        s = _sum_value(d.inline_reduction("sum", v.src, lines), v, 4)
         value = rv.arith("*", s, rv.const("float32", 0.25))
     else:
         iv = rv.cast(v, "int32")
-        value = rv.divide(_sum_value(f"halo.sum({iv.src})", iv, 4), rv.const("int32", 4))
+        value = rv.divide(_sum_value(d.inline_reduction("sum", iv.src, lines), iv, 4),
+                          rv.const("int32", 4))
     name = d.fresh("s")
     return d.add("pool", p.ndim, value, lines + _pure(name, p.ndim, value), [p.name], name)
 
@@ -336,9 +355,9 @@ def channel_mix(d: Drawing) -> StageSpec | None:
     coef = rv.cast(Value(f"(({r}.x + 2 * c) % 3 - 1)", "int32", -1, 1), dtype)
     term = _bounded_term(rv.arith("*", rv.cast(read(d, p, 3, ci=f"{r}.x"), dtype), coef),
                          d.channels)
-    value = _sum_value(f"halo.sum({term.src})", term, d.channels)
-    lines = [f'{r} = halo.RDom((0, {d.channels}), name="{r}")'] + _pure(name, 3, value)
-    return d.add("channel_mix", 3, value, lines, [p.name], name)
+    lines = [f'{r} = halo.RDom((0, {d.channels}), name="{r}")']
+    value = _sum_value(d.inline_reduction("sum", term.src, lines), term, d.channels)
+    return d.add("channel_mix", 3, value, lines + _pure(name, 3, value), [p.name], name)
 
 
 def cast_stage(d: Drawing) -> StageSpec | None:
@@ -539,7 +558,7 @@ def matmul(d: Drawing) -> StageSpec | None:
     name = d.fresh("s")
     lines = [f'{r} = halo.RDom((0, {k}), name="{r}")']
     if d.rng.random() < 0.5:
-        value = _sum_value(f"halo.sum({term.src})", term, k)
+        value = _sum_value(d.inline_reduction("sum", term.src, lines), term, k)
         lines += _pure(name, 2, value)
     else:
         value = _sum_value(name, term, k, partial=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Protocol, TypeVar, runtime_checkable
 
 from halo.ir.nodes import ForKind
+from halo.schedule.as_written import as_written
 from halo.schedule.records import Dim, StageSchedule, Tensorize
 
 G = TypeVar("G", bound="GpuLoops")  # a verb returns the stage it was called on
@@ -97,6 +98,7 @@ class GpuLoops:
             raise self._error(call, vs, problem)
         return self
 
+    @as_written
     def gpu_blocks(self: G, *vs: object) -> G:
         """Bind loops (outermost first, up to 3, adjacent) to the CUDA grid.
 
@@ -105,6 +107,7 @@ class GpuLoops:
         """
         return self._bind("gpu_blocks", vs, ForKind.GPU_BLOCK, 3)
 
+    @as_written
     def gpu_threads(self: G, *vs: object) -> G:
         """Bind loops (outermost first, up to 3, adjacent, inside any block loops) to the
         threads of a CUDA block.
@@ -114,6 +117,7 @@ class GpuLoops:
         """
         return self._bind("gpu_threads", vs, ForKind.GPU_THREAD, 3)
 
+    @as_written
     def vthread(self: G, v: object) -> G:
         """Virtual threads: `v` is lowered to interleaved copies of its body inside one
         thread. It must sit inside the block loops and outside the thread loops.
@@ -123,6 +127,7 @@ class GpuLoops:
         """
         return self._bind("vthread", (v,), ForKind.VTHREAD, 1)
 
+    @as_written
     def gpu_tile(self: G, *args: object, tail: str = "auto") -> G:
         """Split and bind in one call: `gpu_tile(y, x, by, bx, ty, tx, sy, sx)` tiles y, x
         by sy x sx and binds by, bx to blocks and ty, tx to threads; `gpu_tile(x, bx, tx,
@@ -142,6 +147,7 @@ class GpuLoops:
         raise self._error("gpu_tile", args, "give (y, x, by, bx, ty, tx, sy, sx) or "
                                             "(x, bx, tx, size)")
 
+    @as_written
     def tensorize(self: G, v: object, intrinsic: TensorIntrinsic) -> G:
         """Replace the loop nest from `v` inward by the tensor intrinsic `intrinsic` (a
         `halo.Intrinsic`); those loops must match its spec.

@@ -47,9 +47,21 @@ class Dim:
     pure: bool = True
 
 
+@dataclass(frozen=True)
+class LoopCall:
+    """One loop verb as the user called it on a stage (`tile`, `vectorize(x, 8)`, ...):
+    loops by name, numbers as given, `kwargs` the options that differ from the default.
+    `StageSchedule.calls` keeps them so a schedule prints back as written."""
+    method: str
+    args: tuple
+    kwargs: tuple[tuple[str, object], ...] = ()
+
+
 @dataclass
 class StageSchedule:
-    """`atomic` / `allow_races`: the user's permission to run reduction loops out of order
+    """`calls`: the loop verbs called on this stage, in order, as written (see
+    `halo.schedule.as_written`); `dims` and `transforms` are what they did.
+    `atomic` / `allow_races`: the user's permission to run reduction loops out of order
     (with atomic updates / as they come). `rfactor`: set on the merge stage an rfactor
     made, saying how it was made (see `RFactor`)."""
     dims: list[Dim]
@@ -60,6 +72,7 @@ class StageSchedule:
     # Schedules used instead of this one when their condition holds, tried in order.
     specializations: list[Specialization] = field(default_factory=list)
     tensorize: Tensorize | None = None
+    calls: list[LoopCall] = field(default_factory=list)
 
     def dim_names(self) -> list[str]:
         return [d.name for d in self.dims]
@@ -102,6 +115,16 @@ class CacheOrigin:
     scope: MemoryScope
     readers: tuple[str, ...] | None
     seq: int
+
+
+@dataclass(frozen=True)
+class InlineReduction:
+    """A Func made by an inline reduction (`halo.sum(e)`, `maximum`, ...): the verb, and
+    whether the user named it (`name=`; else halo did, and says where it came from).
+    Unless placed, it is computed at the innermost loop of the one stage that uses it
+    (see `halo.lower.realization`)."""
+    verb: str
+    named: bool
 
 
 @dataclass(frozen=True)
@@ -150,3 +173,4 @@ class FuncSchedule:
     estimates: list[tuple[int, int]] | None = None
     memory_scope: MemoryScope = MemoryScope.AUTO
     cache: CacheOrigin | None = None       # set on Funcs made by cache_read/cache_write
+    inline_reduction: InlineReduction | None = None  # set on Funcs made by halo.sum, ...

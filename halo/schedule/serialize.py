@@ -10,8 +10,9 @@ pipeline's output (`halo.schedule_source(f)`, `schedule_to_json(f)`, `apply_json
 
 The plan first makes the Funcs that `cache_read`/`cache_write` created (in the order
 they were made, `B_global = B.cache_read(...)`), then schedules every Func: for each
-stage its specializations (`f.specialize(cond)` copies the still unscheduled stage, then
-its own calls follow), then the stage's loop calls, then placement. A Func made by
+stage the calls the user made on it, as written (`tile`, `vectorize(x, 8)`; see
+`as_written`), each specialization made among them where it was (`f.specialize(cond)`
+copies the stage as it is then, and its own calls follow), then placement. A Func made by
 `rfactor` is scheduled right after the rfactor call that makes it; placements at its
 loops wait until the end.
 """
@@ -34,6 +35,7 @@ from halo.schedule.records import (
     Dim,
     FuncSchedule,
     Fuse,
+    LoopCall,
     LoopLevel,
     MemoryScope,
     PlacementKind,
@@ -80,9 +82,6 @@ def _func_calls(name: str, sched: FuncSchedule, schedules: dict[str, FuncSchedul
                 ) -> list[Call]:
     calls = []
     for k, stage in enumerate(sched.stages):
-        for spec in stage.specializations:
-            calls.append(Call(StageRef(name, k), "specialize", (spec.condition,)))
-            calls += _stage_calls(name, k, spec.schedule, schedules, spec.condition)
         calls += _stage_calls(name, k, stage, schedules)
     return calls + _placement_calls(name, sched)
 
@@ -96,39 +95,52 @@ def _cache_call(name: str, origin: CacheOrigin) -> Call:
 
 
 def _stage_calls(name: str, k: int, stage: StageSchedule,
-                 schedules: dict[str, FuncSchedule], branch: object = None) -> list[Call]:
+                 schedules: dict[str, FuncSchedule]) -> list[Call]:
+    """The calls that rebuild stage `k` of Func `name`: those that made the schedule an
+    rfactor replaced, the rfactor, then the stage's calls as written, each
+    specialization made where it was (after the calls it shares with the stage) and
+    followed by its own calls."""
     calls: list[Call] = []
-    at = StageRef(name, k, branch)
+    at = StageRef(name, k)
     rf = stage.rfactor
     if rf is not None:
-        calls += _stage_calls(name, k, rf.prior, schedules, branch)
+        calls += _stage_calls(name, k, rf.prior, schedules)
         kwargs = () if rf.intermediate == default_name(name, k) else \
             (("name", rf.intermediate),)
         calls.append(Call(at, "rfactor", (rf.loop, rf.var), kwargs, rf.intermediate))
         calls += _func_calls(rf.intermediate, schedules[rf.intermediate], schedules)
-    if stage.atomic:
-        calls.append(Call(at, "atomic"))
-    if stage.allow_races:
-        calls.append(Call(at, "allow_race_conditions"))
-    for t in stage.transforms:
-        if isinstance(t, Split):
-            kwargs = () if t.tail is TailStrategy.AUTO else (("tail", t.tail.value),)
-            calls.append(Call(at, "split", (t.old, t.outer, t.inner, t.factor), kwargs))
-        elif isinstance(t, Fuse):
-            calls.append(Call(at, "fuse", (t.outer, t.inner, t.fused)))
-        else:
-            calls.append(Call(at, "reorder", t.names))
-    for kind, method in _GROUP_CALL.items():
-        group = tuple(d.name for d in stage.dims if d.kind is kind)
-        if group:
-            calls.append(Call(at, method, group))
-    for d in stage.dims:
-        if d.kind in _KIND_CALL:
-            calls.append(Call(at, _KIND_CALL[d.kind], (d.name,)))
-    if stage.tensorize is not None:
-        calls.append(Call(at, "tensorize", (stage.tensorize.var,
-                                            IntrinsicRef(stage.tensorize.intrinsic))))
-    return calls
+    done = 0
+    for made_after, spec in _specialized_after(stage):
+        calls += [_call(at, c) for c in stage.calls[done:made_after]]
+        calls.append(Call(StageRef(name, k), "specialize", (spec.condition,)))
+        branch_ref = StageRef(name, k, spec.condition)
+        calls += [_call(branch_ref, c) for c in spec.schedule.calls[made_after:]]
+        done = made_after
+    return calls + [_call(at, c) for c in stage.calls[done:]]
+
+
+def _specialized_after(stage: StageSchedule) -> list[tuple[int, Specialization]]:
+    """Each specialization of `stage` with the number of the stage's calls made before
+    it: the calls it shares with the stage (a specialization starts as a copy of the
+    stage, calls included). Where later calls happen to agree too, replaying them before
+    the copy gives the same records; the counts are kept in order so the
+    specializations are made in order."""
+    counts = []
+    for spec in stage.specializations:
+        mine = spec.schedule.calls
+        pairs = enumerate(zip(stage.calls, mine, strict=False))
+        shared = next((i for i, (a, b) in pairs if a != b), min(len(stage.calls), len(mine)))
+        counts.append(shared)
+    for i in range(len(counts) - 2, -1, -1):
+        counts[i] = min(counts[i], counts[i + 1])
+    return list(zip(counts, stage.specializations, strict=True))
+
+
+def _call(at: StageRef, c: LoopCall) -> Call:
+    """A stage's call as a schedule `Call` (a tensorize names its Intrinsic)."""
+    if c.method == "tensorize":
+        return Call(at, c.method, (c.args[0], IntrinsicRef(c.args[1])), c.kwargs)
+    return Call(at, c.method, c.args, c.kwargs)
 
 
 def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
@@ -271,7 +283,8 @@ def _stage_dict(st: StageSchedule) -> dict:
                                     "schedule": _stage_dict(sp.schedule)}
                                    for sp in st.specializations],
                "tensorize": None if st.tensorize is None else [st.tensorize.var,
-                                                               st.tensorize.intrinsic]}
+                                                               st.tensorize.intrinsic],
+               "calls": [[c.method, list(c.args), dict(c.kwargs)] for c in st.calls]}
     if st.atomic:
         d["atomic"] = True
     if st.allow_races:
@@ -327,7 +340,7 @@ def _stage_from_dict(st: dict, condition: Callable[[list], object]) -> StageSche
 
     tensorize = st.get("tensorize")
     rf = st.get("rfactor")
-    return StageSchedule(
+    stage = StageSchedule(
         [Dim(nm, ForKind(kind), pure) for nm, kind, pure in st["dims"]],
         [transform(t) for t in st["transforms"]],
         atomic=st.get("atomic", False), allow_races=st.get("allow_races", False),
@@ -338,3 +351,35 @@ def _stage_from_dict(st: dict, condition: Callable[[list], object]) -> StageSche
                            _stage_from_dict(sp["schedule"], condition))
             for sp in st.get("specializations", ())],
         tensorize=None if tensorize is None else Tensorize(*tensorize))
+    if "calls" in st:
+        stage.calls = [LoopCall(method, tuple(args), tuple(kwargs.items()))
+                       for method, args, kwargs in st["calls"]]
+    else:
+        stage.calls = _calls_from_loops(stage)
+    return stage
+
+
+def _calls_from_loops(stage: StageSchedule) -> list[LoopCall]:
+    """Calls that rebuild a stage's records, for JSON saved before schedules kept their
+    calls as written: its permissions, a split, fuse or reorder per transform, then the
+    bindings and kinds of the loops, then a tensorize."""
+    calls = [LoopCall(method) for method, on in (("atomic", stage.atomic),
+                                                 ("allow_race_conditions", stage.allow_races))
+             if on]
+    for t in stage.transforms:
+        if isinstance(t, Split):
+            kwargs = () if t.tail is TailStrategy.AUTO else (("tail", t.tail.value),)
+            calls.append(LoopCall("split", (t.old, t.outer, t.inner, t.factor), kwargs))
+        elif isinstance(t, Fuse):
+            calls.append(LoopCall("fuse", (t.outer, t.inner, t.fused)))
+        else:
+            calls.append(LoopCall("reorder", t.names))
+    for kind, method in _GROUP_CALL.items():
+        group = tuple(d.name for d in stage.dims if d.kind is kind)
+        if group:
+            calls.append(LoopCall(method, group))
+    calls += [LoopCall(_KIND_CALL[d.kind], (d.name,)) for d in stage.dims
+              if d.kind in _KIND_CALL]
+    if stage.tensorize is not None:
+        calls.append(LoopCall("tensorize", (stage.tensorize.var, stage.tensorize.intrinsic)))
+    return calls

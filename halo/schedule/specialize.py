@@ -20,4 +20,5 @@ def shown_condition(condition: n.Expr) -> str:
 def copy_stage(s: StageSchedule) -> StageSchedule:
     """A copy of the loops and transformations of a stage (not its specializations)."""
     return StageSchedule([Dim(d.name, d.kind, d.pure) for d in s.dims], list(s.transforms),
-                         atomic=s.atomic, allow_races=s.allow_races, tensorize=s.tensorize)
+                         atomic=s.atomic, allow_races=s.allow_races, tensorize=s.tensorize,
+                         calls=list(s.calls))

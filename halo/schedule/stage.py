@@ -12,30 +12,13 @@ from typing import TypeVar
 from halo.analysis.loops import Fuse, Reorder, Split, TailStrategy
 from halo.errors import ScheduleError
 from halo.ir.nodes import ForKind
+from halo.schedule.as_written import as_written, loop_name
 from halo.schedule.gpu import GpuLoops
 from halo.schedule.records import Dim, StageSchedule
 
 S = TypeVar("S", bound="Schedulable")  # a verb returns the stage it was called on
 
 _TAILS = tuple(t.value for t in TailStrategy)
-
-
-def loop_name(v: object) -> str:
-    """The loop name a schedule argument stands for (a Var, RVar or string, or a 1-D RDom
-    for its only reduction variable)."""
-    if isinstance(v, str):
-        return v
-    rvars = getattr(v, "rvars", None)  # an RDom
-    if rvars is not None:
-        if len(rvars) != 1:
-            names = ", ".join(r.name for r in rvars)
-            raise ScheduleError(f"RDom {v.name} has {len(rvars)} dimensions, so it names no "
-                                f"single loop; name one of its reduction variables: {names}")
-        return rvars[0].name
-    name = getattr(v, "name", None)
-    if isinstance(name, str):
-        return name
-    raise ScheduleError(f"expected a Var or RVar naming a loop, got {v!r}")
 
 
 def _show(v: object) -> str:
@@ -106,6 +89,7 @@ class Schedulable(GpuLoops, ABC):
 
     # ------------------------------------------------------------------ transformations
 
+    @as_written
     def split(self: S, v: object, outer: object, inner: object, factor: int,
               tail: str = "auto") -> S:
         """Split loop `v` into `outer` and `inner` (0 .. factor-1).
@@ -148,6 +132,7 @@ class Schedulable(GpuLoops, ABC):
         stage.transforms.append(Split(dim.name, o, i, factor, strategy))
         return self
 
+    @as_written
     def fuse(self: S, outer: object, inner: object, fused: object) -> S:
         """Fuse adjacent loops `outer` (immediately outside) and `inner` into `fused`.
 
@@ -168,6 +153,7 @@ class Schedulable(GpuLoops, ABC):
         stage.transforms.append(Fuse(o.name, i.name, name))
         return self
 
+    @as_written
     def reorder(self: S, *vs: object) -> S:
         """The named loops take these positions, outermost first; others keep theirs.
 
@@ -196,6 +182,7 @@ class Schedulable(GpuLoops, ABC):
         stage.transforms.append(Reorder(tuple(names)))
         return self
 
+    @as_written
     def tile(self: S, y: object, x: object, yo: object, xo: object, yi: object, xi: object,
              ty: int, tx: int, tail: str = "auto") -> S:
         """Two splits and a reorder: the nest becomes yo, xo, yi, xi.
@@ -234,20 +221,24 @@ class Schedulable(GpuLoops, ABC):
             raise self._error(call, args, problem)
         return self
 
+    @as_written
     def vectorize(self: S, v: object, n: int | None = None) -> S:
         """SIMD over loop `v` (constant extent). With `n`: split `v` by n, vectorize the
         inner loop; `v` then names the outer loop (as in Halide)."""
         return self._set_kind("vectorize", v, n, ForKind.VECTORIZED, "vec")
 
+    @as_written
     def unroll(self: S, v: object, n: int | None = None) -> S:
         """Fully unroll loop `v` (constant extent). With `n`: split by n, unroll the inner."""
         return self._set_kind("unroll", v, n, ForKind.UNROLLED, "unroll")
 
+    @as_written
     def parallel(self: S, v: object, task_size: int | None = None) -> S:
         """Run the iterations of `v` on the thread pool. With `task_size`: split by it and
         run the outer loop in parallel, each task doing `task_size` iterations."""
         return self._set_kind("parallel", v, task_size, ForKind.PARALLEL, "task", outer=True)
 
+    @as_written
     def serial(self: S, v: object) -> S:
         """A plain loop (the default)."""
         return self._set_kind("serial", v, None, ForKind.SERIAL, "")

@@ -12,6 +12,7 @@ from halo.ir.nodes import ForKind
 from halo.ir.printer import expr_to_str
 from halo.ir.visitor import walk
 from halo.program import Definition
+from halo.schedule.as_written import as_written
 from halo.schedule.races import (
     WAYS_OUT,
     distinct_points_problem,
@@ -88,6 +89,7 @@ class UpdateStage(Schedulable):
         return not d.value.type.is_float or form[0] in ("minimum", "maximum",
                                                          "select minimum", "select maximum")
 
+    @as_written
     def atomic(self: U) -> U:
         """Let this update's reduction loops run in parallel, vectorized or reordered by
         making each update of a point atomic (an LLVM `atomicrmw` for + - min max, a
@@ -128,6 +130,7 @@ class UpdateStage(Schedulable):
         self._stage().atomic = True
         return self
 
+    @as_written
     def allow_race_conditions(self: U) -> U:
         """Let this update's reduction loops run in parallel, vectorized or reordered
         even where halo can't show that the result stays the same: the user asserts it

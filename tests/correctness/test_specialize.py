@@ -218,4 +218,4 @@ def test_bool_param_condition():
     for flag in (True, False):
         a = rng.random((3, 10), dtype=np.float32)
         assert_matches_reference(f, (3, 9), inputs={inp: a, fast: flag})
-    assert "f.specialize(fast).vectorize(x_vec)" in halo.schedule_source(f)
+    assert "f.specialize(fast).vectorize(x, 4)" in halo.schedule_source(f)

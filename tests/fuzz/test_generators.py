@@ -101,6 +101,28 @@ def test_schedules_use_caches_rfactor_atomic_and_specializations():
     assert specialized > 0 and rvar_loops > 0
 
 
+def test_schedules_place_inline_reductions_and_what_they_read():
+    """Named inline reductions are placed at root and at their user's loops (or left
+    where lowering puts them), and a Func a reduction reads is computed at a loop of the
+    reduction's user, which lowering's default placement of the reduction allows."""
+    placements, producers_at_users = Counter(), 0
+    for seed in range(80):
+        p = random_pipeline(seed)
+        built = p.build()
+        calls = random_schedule(p, built, seed)
+        named = {r: s.name for s in p.stages for r in s.reductions}
+        placements.update(c.method for c in calls
+                          if c.target.func in named and c.method.startswith("compute"))
+        read_by_reduction = {s.name: [q for q in s.reads if q in built.funcs]
+                             for s in p.stages if "halo.sum" in "".join(s.lines)
+                             or "halo.maximum" in "".join(s.lines)}
+        producers_at_users += sum(c.method == "compute_at" and c.args[0].func == user
+                                  for user, reads in read_by_reduction.items()
+                                  for c in calls if c.target.func in reads)
+    assert {"compute_root", "compute_at"} <= set(placements)
+    assert producers_at_users > 0
+
+
 def test_script_of_a_case_with_new_funcs_and_specializations_runs():
     """A script replays cache_read / cache_write / rfactor (whose results it names) and
     specializations over input extents, and passes."""

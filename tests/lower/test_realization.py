@@ -9,7 +9,7 @@ from halo.schedule.records import INLINE, ROOT, LoopLevel, PlacementKind
 
 from .conftest import context_of
 
-x, xo, xi = halo.vars("x xo xi")
+y, x, xo, xi = halo.vars("y x xo xi")
 
 
 def chain():
@@ -52,15 +52,62 @@ def test_realized_funcs_are_listed_producers_first():
     assert context_of(out).realized() == ["a", "b", "c"]
 
 
-def test_inline_reduction_func_is_computed_at_root():
-    """The Func halo.sum makes has an update definition, so it is computed at root."""
+def _row_sums():
+    """inp -> mid (pure, reads a halo.sum over 3 columns) -> out, 2-D."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, 3))
+    total = halo.sum(inp[y, x + r.x])
+    mid, out = halo.Func("mid"), halo.Func("out")
+    mid[y, x] = total * 2.0
+    out[y, x] = mid[y, x] + 1.0
+    return total.func, mid, out
+
+
+def test_inline_reduction_is_computed_at_its_consumers_innermost_loop():
+    """As in Halide: at the innermost loop of the stage that uses it, here through the
+    inlined mid, so at out's x."""
+    total, mid, out = _row_sums()
+    assert context_of(out).compute_levels[total.name] == \
+        LoopLevel(PlacementKind.AT, "out", 0, "x")
+    mid.compute_root().split(x, xo, xi, 4)
+    assert context_of(out).compute_levels[total.name] == \
+        LoopLevel(PlacementKind.AT, "mid", 0, "xi")
+
+
+def test_inline_reduction_stays_outside_vectorized_loops():
+    """A vectorized innermost loop would turn serial around it: the loop outside it, in
+    every specialization."""
+    total, _, out = _row_sums()
+    out.vectorize(x, 8)
+    assert context_of(out).compute_levels[total.name] == \
+        LoopLevel(PlacementKind.AT, "out", 0, "x")
+    total, _, out = _row_sums()
+    out.bound(x, 0, 8).specialize(halo.Param(halo.int32, "p") == 1).vectorize(x)
+    assert context_of(out).compute_levels[total.name] == \
+        LoopLevel(PlacementKind.AT, "out", 0, "y")
+
+
+def test_inline_reduction_at_root_when_shared_or_placed_or_scalar():
+    """Used by two stages, by a 0-D Func, or placed by the user: not moved."""
     inp = halo.ImageParam(halo.float32, 1, "inp")
     r = halo.RDom((0, 3))
     total = halo.sum(inp[x + r.x])
-    out = halo.Func("out")
-    out[x] = total
-    ctx = context_of(out)
-    assert ctx.compute_levels[total.func.name] == ROOT
+    a, out = halo.Func("a"), halo.Func("out")
+    a[x] = total
+    a.compute_root()
+    out[x] = total + a[x]
+    assert context_of(out).compute_levels[total.func.name] == ROOT
+    grand = halo.sum(inp[r.x])
+    scalar = halo.Func("scalar")
+    scalar[()] = grand
+    assert context_of(scalar).compute_levels[grand.func.name] == ROOT
+    once = halo.sum(inp[x + r.x])
+    b = halo.Func("b")
+    b[x] = once
+    once.func.store_root()
+    assert context_of(b).store_levels[once.func.name] == ROOT
+    assert context_of(b).compute_levels[once.func.name] == LoopLevel(PlacementKind.AT, "b", 0,
+                                                                      "x")
 
 
 def test_boundary_condition_func_is_inlined_by_default():

@@ -106,21 +106,18 @@ def test_schedule_json_round_trip(make, sched):
 
 
 def test_schedule_source_reads_like_user_code():
-    """The printed schedule declares its Vars and writes one call per line."""
+    """The printed schedule declares its Vars and writes one call per line, each as the
+    user wrote it (a tile, not two splits and a reorder; vectorize(x, 8), not a split)."""
     out, funcs = blur()
     apps.blur.schedule(funcs)
     source = halo.schedule_source(out)
     assert source == (
-        'x, x_vec, xo, y, yo, yi, xi, xi_vec = halo.vars("x x_vec xo y yo yi xi xi_vec")\n'
-        "blur_x.split(x, x, x_vec, 8)\n"
-        "blur_x.vectorize(x_vec)\n"
+        'x, xo, y, yo, yi, xi = halo.vars("x xo y yo yi xi")\n'
+        "blur_x.vectorize(x, 8)\n"
         "blur_x.compute_at(blur_y, xo)\n"
-        "blur_y.split(y, yo, yi, 32)\n"
-        "blur_y.split(x, xo, xi, 256)\n"
-        "blur_y.reorder(yo, xo, yi, xi)\n"
-        "blur_y.split(xi, xi, xi_vec, 8)\n"
+        "blur_y.tile(y, x, yo, xo, yi, xi, 32, 256)\n"
         "blur_y.parallel(yo)\n"
-        "blur_y.vectorize(xi_vec)\n")
+        "blur_y.vectorize(xi, 8)\n")
 
 
 def test_apply_json_names_unknown_funcs():

@@ -127,7 +127,7 @@ def test_source_names_cache_funcs_and_conditions():
     assert "blur_y.specialize((inp.shape[0] > 10) & (p != 0)).parallel(yo)" not in lines
     assert "blur_y.specialize((10 < inp.shape[0]) & (p != 0)).parallel(yo)" in lines
     assert "blur_y.specialize((halo.max(inp.shape[1], 3) // 2) == 4).unroll(yi)" in lines
-    assert "blur_x.specialize(p == 2).vectorize(x_vec)" in lines
+    assert "blur_x.specialize(p == 2).vectorize(x, 4)" in lines
 
 
 def _intrinsic():

@@ -103,15 +103,12 @@ def test_rfactor_source_reads_like_user_code():
     hist = histogram()
     _hist_rfactor(hist)
     assert halo.schedule_source(hist) == (
-        'b, b_vec, ro, ri, u = halo.vars("b b_vec ro ri u")\n'
-        "hist.split(b, b, b_vec, 8)\n"
-        "hist.vectorize(b_vec)\n"
+        'b, ro, ri, u = halo.vars("b ro ri u")\n'
+        "hist.vectorize(b, 8)\n"
         "hist.update(0).split(r.x, ro, ri, 7)\n"
         "hist_intm = hist.update(0).rfactor(ro, u)\n"
-        "hist_intm.split(b, b, b_vec, 8)\n"
-        "hist_intm.vectorize(b_vec)\n"
+        "hist_intm.vectorize(b, 8)\n"
         "hist_intm.update(0).parallel(u)\n"
         "hist_intm.compute_root()\n"
         "hist.update(0).reorder(ro, b)\n"
-        "hist.update(0).split(b, b, b_vec, 8)\n"
-        "hist.update(0).vectorize(b_vec)\n")
+        "hist.update(0).vectorize(b, 8)\n")
