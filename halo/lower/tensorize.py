@@ -197,7 +197,7 @@ class _Tensorize(IRMutator):
 
 def _describe(s: n.Stmt) -> str:
     match s:
-        case n.ProducerConsumer(name=name):
+        case n.ProducerConsumer(name=name) | n.Realize(name=name):
             return f"the computation of {name} (computed inside them)"
         case n.Atomic():
             return "an atomic update (an intrinsic call can't be made atomic)"

@@ -78,7 +78,8 @@ class LLVMContext:
 
     def address(self, op: TensorOperand, *coords: int | ir.Value) -> ir.Value:
         """The address of the element the spec calls `op[coords]` (ints or i64 values;
-        the last dimensions may be left out: they are 0)."""
+        the last dimensions may be left out: they are 0). `builder.load(address, typ=T)`
+        loads any type from it; store with `store`, which casts the pointer."""
         if len(coords) > op.rank:
             raise ScheduleError(f"intrinsic {self.intrinsic}: its emitter addressed "
                                 f"{op.name} with {len(coords)} coordinates; it has {op.rank}")
@@ -104,7 +105,10 @@ class LLVMContext:
 
     def store(self, op: TensorOperand, value: ir.Value, *coords: int | ir.Value) -> None:
         """Store `value` (a scalar or a vector along the last dimension) at `op[coords]`."""
-        self.builder.store(value, self.address(op, *coords), align=op.type.bytes)
+        address = self.address(op, *coords)
+        if not address.type.is_opaque:
+            address = self.builder.bitcast(address, value.type.as_pointer())
+        self.builder.store(value, address, align=op.type.bytes)
 
     def call(self, name: str, result: ir.Type, args: Sequence[ir.Value]) -> ir.Value:
         """Call the function or LLVM intrinsic `name` (`"llvm.x86.avx512.vpdpbusd.512"`),
