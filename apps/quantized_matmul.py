@@ -44,18 +44,19 @@ def algorithm():
 
 
 def blocking() -> tuple[int, int, int, int]:
-    """(rows, columns) of the intrinsic's register tile, the 4-byte groups of k per call,
-    and the rows of a parallel task's tile: 8 x 48 int32 (24 of AVX-512's 32 registers),
-    or 4 x 24 with AVX-VNNI's 16."""
+    """(rows, columns) of the intrinsic's register tile, the 4-byte groups of k per call
+    (256 k: the tile is loaded and stored once per 256 k), and the rows of a parallel
+    task's tile: 8 x 48 int32 (24 of AVX-512's 32 registers), or 4 x 24 with AVX-VNNI's
+    16."""
     wide = "avx512vnni" in halo.target.host_cpu().features
     rows, columns = (8, 48) if wide else (4, 24)
-    return rows, columns, 16, 4 * rows
+    return rows, columns, 64, 4 * rows
 
 
 def schedule(funcs) -> None:
     """out is cut into tiles of `4 * rows` x `columns`, one per parallel task; acc is
     computed per tile, its initialization and its reduction both tensorized by the
-    intrinsic's register tile (the reduction by 16 groups of 4 k per call, which keeps
+    intrinsic's register tile (the reduction by 64 groups of 4 k per call, which keeps
     the tile in registers across them); out requantizes the tile in vectors. The
     operands are packed and padded once, at root."""
     y, x, yo, xo, yi, xi, t, ro, ri = halo.vars("y x yo xo yi xi t ro ri")
