@@ -16,7 +16,8 @@ the instructions (`halo.target.host_cpu().features`); elsewhere it raises a
   are contiguous (stride 4 along j), else one by one.
 * `fma_outer_product(rows, columns, depth)`: the portable float32 micro-kernel, a
   `rows x columns` tile of accumulators in registers updated by fused multiply-adds
-  (`llvm.fma`, which every LLVM target lowers), one outer product per step of k:
+  (`llvm.fma`, which every LLVM target lowers; separate multiplies and adds under
+  `Target(strict_float=True)`), one outer product per step of k:
       spec[i, j] = 0.0
       spec[i, j] += a[i, k] * b[k, j]
 
@@ -171,7 +172,11 @@ def fma_outer_product(rows: int, columns: int, depth: int) -> Intrinsic:
             for row in range(rows):
                 left = _broadcast(ctx.builder, ctx.load(a_op, row, step), lanes)
                 for c in cols:
-                    acc[row, c] = ctx.call(fma, vector, [left, right[c], acc[row, c]])
+                    if ctx.strict_float:  # each product rounded, then each sum
+                        product = ctx.builder.fmul(left, right[c])
+                        acc[row, c] = ctx.builder.fadd(acc[row, c], product)
+                    else:
+                        acc[row, c] = ctx.call(fma, vector, [left, right[c], acc[row, c]])
         for (row, c), value in acc.items():
             ctx.store(out, value, row, c)
 

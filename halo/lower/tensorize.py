@@ -82,6 +82,11 @@ def _sites(ctx: LowerContext) -> dict[tuple[str, str, str], list[_Site]]:
                     raise InternalError(f"{where}.tensorize({t.var}, {t.intrinsic}) was "
                                         "recorded without its Intrinsic")
                 names = sched.dim_names()
+                if t.var not in names:
+                    raise ScheduleError(
+                        f"{where}.tensorize({t.var}, {t.intrinsic}): {where} has no loop "
+                        f"{t.var} any more (a split or fuse after tensorize removed it); its "
+                        f"loops are, outermost first: {', '.join(names)}")
                 sites.setdefault((name, label, t.var), []).append(
                     _Site(where, k, t, names[names.index(t.var):]))
     return sites
@@ -234,16 +239,21 @@ def _spec_loops(intrinsic, definition) -> list[tuple[str, n.Expr, int]]:
 def _check_loops(nest: _Nest, site: _Site, spec_loops, what: str) -> list[n.For]:
     """The nest's loops standing for the spec's, checked: depth, kind, extent."""
     depth = len(spec_loops)
+    spec_names = ", ".join(x[0] for x in spec_loops)
+    if len(site.inner) != depth:
+        raise ScheduleError(f"{what}: the spec's loop nest is {depth} deep ({spec_names}), "
+                            f"but the loops from {site.record.var} inward are now "
+                            f"{len(site.inner)} ({', '.join(site.inner)}): a split, fuse or "
+                            "reorder after tensorize changed them")
     loops = nest.loops[:depth]
     if len(loops) < depth:
-        raise ScheduleError(f"{what}: the spec has {depth} loops "
-                            f"({', '.join(x[0] for x in spec_loops)}), but only "
+        raise ScheduleError(f"{what}: the spec has {depth} loops ({spec_names}), but only "
                             f"{len(loops)} loops from {site.record.var} inward are tight "
-                            f"around one definition ({', '.join(x.name for x in loops)}); "
+                            f"around one definition ({', '.join(site.inner[:len(loops)])}); "
                             f"the next one holds {_describe(nest.leaf)}")
     if len(nest.loops) > depth:
         nest.leaf = nest.loops[depth]
-    for x, (name, _, extent), user in zip(loops, spec_loops, site.inner, strict=False):
+    for x, (name, _, extent), user in zip(loops, spec_loops, site.inner, strict=True):
         if x.kind is not n.ForKind.SERIAL:
             raise ScheduleError(f"{what}: loop {user} is {x.kind.value}; the loops an "
                                 "intrinsic replaces must be serial (it decides how they run)")

@@ -78,10 +78,7 @@ def test_dot_u8i8_matches_the_reference(isa, pack, shape):
     assert_matches_reference(C, (m, n), {A: a, Bp: packed}, expected)
 
 
-@needs_fma
-@pytest.mark.parametrize("shape", SIZES, ids=lambda s: "x".join(map(str, s)))
-def test_fma_outer_product_matches_the_reference(shape):
-    m, n, k = shape
+def _fma_matmul():
     A = halo.ImageParam(halo.float32, 2, "A")
     B = halo.ImageParam(halo.float32, 2, "B")
     kk = halo.RDom((0, A.shape[1]), name="kk")
@@ -94,10 +91,31 @@ def test_fma_outer_product_matches_the_reference(shape):
         .tensorize(yi, micro)
     C.update(0).split(y, yo, yi, 3).split(x, xo, xi, 2 * lanes).split(kk.x, ro, ri, 4) \
         .reorder(yo, xo, ro, yi, xi, ri).tensorize(yi, micro)
+    return A, B, C
+
+
+def _float_inputs(m: int, n: int, k: int):
     rng = np.random.default_rng(k)
-    a = rng.random((m, k), dtype=np.float32)
-    b = rng.random((k, n), dtype=np.float32)
+    return rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+
+
+@needs_fma
+@pytest.mark.parametrize("shape", SIZES, ids=lambda s: "x".join(map(str, s)))
+def test_fma_outer_product_matches_the_reference(shape):
+    m, n, k = shape
+    A, B, C = _fma_matmul()
+    a, b = _float_inputs(m, n, k)
     assert_matches_reference(C, (m, n), {A: a, B: b}, a @ b, rtol=1e-5, atol=1e-5)
+
+
+@needs_fma
+def test_fma_outer_product_under_strict_float_rounds_as_the_reference():
+    """Every product and sum rounded, in the spec's order: the reference's bits."""
+    A, B, C = _fma_matmul()
+    a, b = _float_inputs(13, 70, 37)
+    target = halo.Target("host", strict_float=True)
+    got = C.realize((13, 70), inputs={A: a, B: b}, target=target)
+    np.testing.assert_array_equal(got, halo.reference(C, (13, 70), inputs={A: a, B: b}))
 
 
 # ------------------------------------------------------------ an intrinsic declared here

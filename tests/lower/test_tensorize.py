@@ -281,3 +281,22 @@ def test_a_linear_where_runs_the_call_on_tiles_where_it_holds_throughout():
                   and isinstance(s.then_case, n.TensorCall))
     # the split's tail guard, and r.x < y for r.x up to 3
     assert n.LT(n.const(3), n.Var("C.s1.y")) in list(walk(choice.condition))
+
+
+def test_a_split_after_tensorize_is_refused():
+    A, B, r, C = _matmul()
+    C.update(0).split(x, xo, xi, 8).reorder(y, xo, xi, r.x).tensorize(xi, _dot_spec())
+    C.update(0).split(r.x, yo, yi, 2)
+    assert _message(C) == (
+        "C.update(0).tensorize(xi, row8): the spec's loop nest is 2 deep (j, k.x), but the "
+        "loops from xi inward are now 3 (xi, yo, yi): a split, fuse or reorder after "
+        "tensorize changed them")
+
+
+def test_splitting_the_tensorized_loop_away_is_refused():
+    A, B, r, C = _matmul()
+    C.update(0).split(x, xo, xi, 8).reorder(y, xo, xi, r.x).tensorize(xi, _dot_spec())
+    C.update(0).split(xi, yo, yi, 2)
+    assert _message(C) == (
+        "C.update(0).tensorize(xi, row8): C.update(0) has no loop xi any more (a split or "
+        "fuse after tensorize removed it); its loops are, outermost first: y, xo, yo, yi, r.x")

@@ -338,7 +338,8 @@ class _FunctionEmitter:
                 name, element.name, buffer.type, self._element_address(buffer, element.index),
                 tuple(self._index(x) for x in spec_strides),
                 tuple(int(x.value) if isinstance(x, n.Const) else None for x in spec_strides)))
-        tensor_calls.emit_tensor_call(self._builder, s, operands, host_cpu().features)
+        tensor_calls.emit_tensor_call(self._builder, s, operands, host_cpu().features,
+                                      self._strict_float)
 
     def _stmt_Allocate(self, s: n.Allocate) -> None:
         if s.scope == "heap":

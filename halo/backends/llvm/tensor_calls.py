@@ -54,11 +54,14 @@ class LLVMContext:
     backend = "llvm"
 
     def __init__(self, builder: ir.IRBuilder, intrinsic: str, part: str,
-                 operands: Sequence[TensorOperand], features: frozenset[str]):
+                 operands: Sequence[TensorOperand], features: frozenset[str],
+                 strict_float: bool = False):
         self.builder = builder
         self.intrinsic = intrinsic
         self.part = part  # "init", "update" or "emit": the spec's definition to compute
         self.features = features  # the host's CPU features, as `halo.target.host_cpu()`
+        # Target(strict_float=True): round every float operation (no fused multiply-add)
+        self.strict_float = strict_float
         self._operands = {op.name: op for op in operands}
 
     @property
@@ -131,9 +134,10 @@ def _value(x: ir.Value | int) -> ir.Value:
 
 
 def emit_tensor_call(builder: ir.IRBuilder, call: n.TensorCall,
-                     operands: Sequence[TensorOperand], features: frozenset[str]) -> None:
+                     operands: Sequence[TensorOperand], features: frozenset[str],
+                     strict_float: bool) -> None:
     """Run the emitter of `call`'s intrinsic for its part at the builder's position."""
-    ctx = LLVMContext(builder, call.name, call.part, operands, features)
+    ctx = LLVMContext(builder, call.name, call.part, operands, features, strict_float)
     emitter = call.intrinsic.emitter(call.part)
     try:
         emitter(ctx)
