@@ -96,22 +96,53 @@ def dot_u8i8(rows: int, columns: int, groups: int, isa: str | None = None) -> In
         out, a_op, b_op = (ctx.operand(x) for x in (spec.name, a.name, b.name))
         cols = range(0, columns, lanes)
         acc = {(row, c): ctx.load(out, row, c, lanes=lanes) for row in range(rows) for c in cols}
-        for q in range(groups):
+
+        def step(q: ir.Value, acc: dict) -> dict:
+            acc = dict(acc)
             weights = {c: _packed_row(ctx, b_op, q, c, lanes) for c in cols}
+            k = ctx.builder.mul(q, ir.Constant(q.type, 4))
             for row in range(rows):
-                word = ctx.builder.load(ctx.address(a_op, row, 4 * q), typ=ir.IntType(32),
-                                           align=1)
+                word = ctx.builder.load(ctx.address(a_op, row, k), typ=ir.IntType(32),
+                                        align=1)
                 activations = _broadcast(ctx.builder, word, lanes)
                 for c in cols:
                     acc[row, c] = ctx.call(instruction, vector,
                                            [acc[row, c], activations, weights[c]])
-        for (row, c), value in acc.items():
+            return acc
+
+        for (row, c), value in _loop(ctx.builder, groups, acc, step).items():
             ctx.store(out, value, row, c)
 
     return Intrinsic(name, spec, emit=update, init=init, update=update)
 
 
-def _packed_row(ctx, b, q: int, column: int, lanes: int) -> ir.Value:
+def _loop(builder: ir.IRBuilder, count: int, values: dict, step) -> dict:
+    """`values` after `count` steps of `step(i, values)` (i an i64 from 0), as an LLVM
+    loop that carries them in registers (phis): a few instructions per step to compile,
+    however long the reduction; LLVM unrolls it as it sees fit."""
+    index = ir.IntType(64)
+    before = builder.block
+    body = builder.append_basic_block("tensor_loop")
+    after = builder.append_basic_block("tensor_loop_end")
+    builder.branch(body)
+    builder.position_at_end(body)
+    i = builder.phi(index)
+    i.add_incoming(ir.Constant(index, 0), before)
+    phis = {key: builder.phi(v.type) for key, v in values.items()}
+    for key, phi in phis.items():
+        phi.add_incoming(values[key], before)
+    stepped = step(i, phis)
+    following = builder.add(i, ir.Constant(index, 1))
+    end = builder.block
+    i.add_incoming(following, end)
+    for key, phi in phis.items():
+        phi.add_incoming(stepped[key], end)
+    builder.cbranch(builder.icmp_signed("<", following, ir.Constant(index, count)), body, after)
+    builder.position_at_end(after)
+    return stepped
+
+
+def _packed_row(ctx, b, q: ir.Value, column: int, lanes: int) -> ir.Value:
     """b[q, column:column + lanes, 0:4] as `lanes` int32 words (4 bytes each)."""
     vector = ir.VectorType(ir.IntType(32), lanes)
     builder = ctx.builder
