@@ -125,9 +125,14 @@ def _program_key(env: Environment, target: Target) -> tuple | None:
     inputs = tuple((name, type(i).__name__, i.dtype, i.ndim) for name, i in env.inputs.items())
     params = tuple((name, p.type) for name, p in env.params.items())
     outputs = tuple(f.name for f in env.outputs)
+    # A saved schedule names its intrinsics; which Intrinsic objects they are (each repr
+    # is unique in the process) decides the code their emitters write.
+    intrinsics = tuple(repr(sched.tensorize.declared) for f in env.funcs.values()
+                       for stage in f.schedule.stages for sched in stage.variants()
+                       if sched.tensorize is not None)
     # The thread count the code embeds, not how it was chosen (HALO_NUM_THREADS may change).
     target = replace(target, threads=target.num_threads)
-    return funcs, schedules, inputs, params, outputs, target
+    return funcs, schedules, inputs, params, outputs, intrinsics, target
 
 
 def _definition_key(d) -> tuple:

@@ -35,6 +35,8 @@ Semantics (what every backend and the reference interpreter agree on):
   the updates of different iterations (the update must not depend on that order).
 * Evaluation order in a `Block` is left to right; `LetStmt` and `Let` evaluate their
   value once.
+* `TensorCall` does what the loop nest it replaced did (its intrinsic's spec, proved by
+  the tensorize pass), through the intrinsic's own code.
 """
 from __future__ import annotations
 
@@ -310,6 +312,26 @@ class Allocate(Stmt):
     size: Expr
     body: Stmt
     scope: str = "heap"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorCall(Stmt):
+    """Tensor intrinsic `name` (the `halo.Intrinsic` `intrinsic`, whose emitter the backend
+    calls) in place of a loop nest that `tensorize` proved computes what its spec does.
+    `part` is the spec's definition it runs: "init" (the pure definition of a reduction
+    spec), "update" (its reduction) or "emit" (a spec without reduction).
+    `operand_names` are the spec's buffers (its output first); `operands` the elements
+    of the pipeline's buffers that stand for them at the spec's all-zero coordinates: a
+    Call with coordinates before storage flattening, a Load of the flat index after it
+    (an address: it is never loaded). `strides` holds, per operand after flattening, its
+    strides in elements along each dimension of its buffer, outermost first (the spec's
+    dimensions are the last ones; empty before flattening)."""
+    name: str
+    intrinsic: object
+    part: str
+    operand_names: tuple[str, ...]
+    operands: tuple[Expr, ...]
+    strides: tuple[tuple[Expr, ...], ...] = ()
 
 
 NO_OP = Block(())

@@ -135,6 +135,13 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
         case n.Atomic(body=b):
             out.append(f"{pad}atomic:")
             _stmt(b, ind + 1, out)
+        case n.TensorCall(name=name, part=part, operand_names=names, operands=ops,
+                          strides=strides):
+            args = [f"{nm}={expr_to_str(o)}" for nm, o in zip(names, ops, strict=True)]
+            if strides:
+                args = [f"{a} strides ({', '.join(expr_to_str(x) for x in st)})"
+                        for a, st in zip(args, strides, strict=True)]
+            out.append(f"{pad}{name}.{part}({', '.join(args)})")
         case n.Realize(name=name, type=t, bounds=bounds, body=b, scope=scope):
             dims = ", ".join(f"{expr_to_str(lo)}:{expr_to_str(n.Add(lo, ext))}"
                              for lo, ext in bounds)
@@ -198,6 +205,8 @@ def loop_nest_to_str(s: n.Stmt) -> str:
                 visit(t, ind)
             case n.Provide(name=name) | n.Store(name=name):
                 lines.append(f"{pad}{name}[...] = ...")
+            case n.TensorCall(name=name, part=part):
+                lines.append(f"{pad}{name}.{part}(...)")
 
     visit(s, 0)
     out: list[str] = []

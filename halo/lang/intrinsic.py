@@ -6,20 +6,31 @@
     spec.bound(i, 0, 16).bound(j, 0, 16)
     mma = halo.Intrinsic("mma16", spec, emit=...)
 
+`emit(ctx)` produces the backend's code for the spec's definition that a tensorized stage
+stands for; `init` and `update`, when given, take the place of `emit` for the pure
+definition and for the reduction of a reduction spec. `ctx` is the backend's context: for
+the LLVM backend `halo.backends.llvm.tensor_calls.LLVMContext` (llvmlite's IR builder, the
+operands' addresses and strides, LLVM intrinsics, inline assembly); `ctx.backend` names
+the backend, so one emitter can serve several (docs/schedule.md, "Declaring an
+intrinsic"). halo's own intrinsics are in `halo.intrinsics`.
+
 A saved schedule names the intrinsics it tensorizes with; loading it again takes the
 Intrinsic objects from the caller (`apply_json(f, text, intrinsics=[mma])`), never
-from a registry of every Intrinsic made in the process. The lowering of tensorized
-loops comes with the tensor-intrinsic backends; until then `tensorize` is a validated
-record and lowering refuses it.
+from a registry of every Intrinsic made in the process.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import count
 
 from halo.errors import DefinitionError
+from halo.ir.nodes import Call as _Call
 from halo.ir.nodes import Const as _Const
+from halo.ir.visitor import walk
 from halo.lang.func import Func
 from halo.lang.names import claim_name
+
+_serials = count()  # tells apart Intrinsics of one name in compiled-code caches
 
 
 class Intrinsic:
@@ -53,9 +64,38 @@ class Intrinsic:
             if not (isinstance(r.min.node, _Const) and isinstance(r.extent.node, _Const)):
                 raise DefinitionError(f"Intrinsic {name}: the reduction {r.name} of spec "
                                       f"{spec.name} must have a constant range")
+        if len(spec.definitions) > 2:
+            raise DefinitionError(f"Intrinsic {name}: spec {spec.name} has "
+                                  f"{len(spec.definitions) - 1} updates; give it at most one")
+        if last.rdom is not None and last.rdom.predicate is not None:
+            raise DefinitionError(f"Intrinsic {name}: the reduction of spec {spec.name} has a "
+                                  "where condition; an intrinsic computes a whole tile")
         self.name, self.spec, self.emit, self.init, self.update = name, spec, emit, init, update
         self.shape = tuple(shape)
         self.loop_names = tuple([*(v.name for v in spec.args), *(r.name for r in rvars)])
+        self._serial = next(_serials)
+
+    def loops_for(self, update: bool) -> tuple[str, ...]:
+        """The spec's loops that a stage of this kind (an update or a pure definition)
+        stands for: all of them for an update, the pure ones for a pure definition."""
+        if update or len(self.spec.definitions) == 1:
+            return self.loop_names
+        return self.loop_names[:len(self.shape)]
+
+    def operand_rank(self, name: str) -> int:
+        """How many dimensions the spec's buffer `name` (its own name or an input's) has."""
+        if name == self.spec.name:
+            return len(self.spec.args)
+        for d in self.spec.definitions:
+            for x in walk(d.value):
+                if isinstance(x, _Call) and x.name == name:
+                    return len(x.args)
+        raise DefinitionError(f"Intrinsic {self.name}: its spec {self.spec.name} reads no "
+                              f"buffer {name}")
+
+    def emitter(self, part: str) -> Callable:
+        """The function that emits `part` ("init", "update" or "emit") of the spec."""
+        return {"init": self.init, "update": self.update}.get(part) or self.emit
 
     @property
     def loop_count(self) -> int:
@@ -63,4 +103,4 @@ class Intrinsic:
         return len(self.loop_names)
 
     def __repr__(self) -> str:
-        return f"Intrinsic({self.name!r}, shape={self.shape})"
+        return f"Intrinsic({self.name!r}, shape={self.shape}, serial={self._serial})"

@@ -28,6 +28,7 @@ from halo.lower.schedule_functions import schedule_functions
 from halo.lower.sliding_window import sliding_window
 from halo.lower.storage_flattening import storage_flattening
 from halo.lower.storage_folding import storage_folding
+from halo.lower.tensorize import tensorize
 from halo.lower.unroll_loops import unroll_loops
 from halo.lower.vectorize_loops import vectorize_loops
 from halo.target import Target
@@ -57,6 +58,10 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         # and coordinates before flattening turns them into flat indices.
         ("storage_folding", storage_folding),
         ("simplify", _simplify),
+        # After bounds inference, which sees the loops it replaces (they touch what the
+        # call touches), and after simplification, so their extents are constants; before
+        # flattening, so accesses have coordinates to compare with the spec's.
+        ("tensorize", tensorize),
         # Needs bounds-inference lets for the allocation sizes.
         ("storage_flattening", storage_flattening),
         # Only for Target(count_stores=True). Counts flat Stores, and serializes loops

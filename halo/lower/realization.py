@@ -1,10 +1,10 @@
 """Decide where each Func is computed and stored, applying the defaults and rejecting
 placements that can't work before any loop is built.
 
-It also checks the loop records that no pass lowers for this target (GPU bindings,
-tensorize). Defaults (ARCHITECTURE.md): outputs are computed at root; a pure Func with no
-placement is inlined; a Func with update definitions is computed at root unless placed,
-but for an inline reduction (`halo.sum(e)`, ...), which is computed at the innermost loop
+It also checks the loop records that no pass lowers for this target (GPU bindings).
+Defaults (ARCHITECTURE.md): outputs are computed at root; a pure Func with no placement
+is inlined; a Func with update definitions is computed at root unless placed, but for an
+inline reduction (`halo.sum(e)`, ...), which is computed at the innermost loop
 of the one stage that uses it, as in Halide (`inline_reduction_level`).
 """
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _check_scope(name: str, scope: MemoryScope, level: PlacementKind, is_output:
 
 def _check_loop_records(f, target: Target) -> None:
     """GPU bindings must still nest properly (a reorder after binding may have broken
-    them) and need a GPU target; tensorized loops are not lowered yet."""
+    them) and need a GPU target."""
     for k, stage in enumerate(f.schedule.stages):
         label = stage_label(f.name, k)
         variants = [(label, stage), *((f"{label}.specialize({condition_text(s.condition.node)})",
@@ -144,12 +144,6 @@ def _check_loop_records(f, target: Target) -> None:
                     f"{where} binds loops to the GPU ({', '.join(bound)}), which needs "
                     f"target 'cuda'; this pipeline is being lowered for {target.name!r}. Lower it "
                     "for cuda, or remove the gpu_blocks/gpu_threads/gpu_tile/vthread calls")
-            if sched.tensorize is not None:
-                t = sched.tensorize
-                raise ScheduleError(
-                    f"{where}.tensorize({t.var}, {t.intrinsic}): this version of halo records "
-                    "and checks tensorize but can't lower tensorized loops yet; remove the "
-                    "call to run the pipeline")
 
 
 def _check_inlinable(f, has_updates: bool, explicit: bool) -> None:

@@ -114,6 +114,19 @@ class _Flatten(IRMutator):
         return n.Load(c.type, c.name, _index(c.name, c.args, self._mins(c.name),
                                              self.strides.get(c.name)))
 
+    def visit_TensorCall(self, t: n.TensorCall) -> n.Stmt:
+        """Each operand's element becomes a Load of its flat index (an address), and its
+        strides along every dimension of its buffer are recorded, outermost first."""
+        operands = tuple(self.mutate(o) for o in t.operands)
+        strides = []
+        for o in t.operands:
+            known = self.strides.get(o.name)
+            last = len(o.args) - 1
+            strides.append(tuple(const(1) if i == last else known[i] if known is not None
+                                 else n.Var(f"{o.name}.stride.{i}") for i in range(last + 1)))
+        return n.TensorCall(t.name, t.intrinsic, t.part, t.operand_names, operands,
+                            tuple(strides))
+
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         extents = [simplify(ext) for _, ext in r.bounds]
         if r.scope in ("stack", "local"):

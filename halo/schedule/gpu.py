@@ -3,8 +3,8 @@
 
 They are validated when called (the loops exist, are listed outermost first, adjacent,
 pure) and again when the pipeline is lowered (a later reorder may have broken the
-nesting). Only a GPU target lowers bound loops and only the tensor-intrinsic lowering
-lowers tensorize; until then lowering says so (see `lower.realization`).
+nesting). Only a GPU target lowers bound loops (see `lower.realization`);
+`lower.tensorize` proves and replaces tensorized loops.
 
 Nesting rules, outermost first: at most 3 block loops, adjacent; then vthread loops;
 then at most 3 thread loops, adjacent. Serial loops may sit between the groups.
@@ -30,6 +30,8 @@ class TensorIntrinsic(Protocol):
 
     @property
     def loop_count(self) -> int: ...
+
+    def loops_for(self, update: bool) -> tuple[str, ...]: ...
 
 _BOUND = {ForKind.GPU_BLOCK: "GPU block", ForKind.GPU_THREAD: "GPU thread",
           ForKind.VTHREAD: "vthread"}
@@ -165,11 +167,14 @@ class GpuLoops:
             raise self._error("tensorize", args, f"this stage is already tensorized from "
                                                  f"loop {stage.tensorize.var}")
         inner = stage.dims[stage.dims.index(dim):]
-        if len(inner) != intrinsic.loop_count:
+        loops = intrinsic.loops_for(self._is_update)
+        if len(inner) != len(loops):
+            what = intrinsic.name if loops == intrinsic.loop_names else \
+                f"{intrinsic.name}'s initialization"
             raise self._error(
                 "tensorize", args,
-                f"{intrinsic.name} computes a {intrinsic.loop_count}-deep loop nest "
-                f"({', '.join(intrinsic.loop_names)}), but the loops from {dim.name} inward "
+                f"{what} computes a {len(loops)}-deep loop nest "
+                f"({', '.join(loops)}), but the loops from {dim.name} inward "
                 f"are {len(inner)} ({', '.join(d.name for d in inner)})")
-        stage.tensorize = Tensorize(dim.name, intrinsic.name)
+        stage.tensorize = Tensorize(dim.name, intrinsic.name, intrinsic)
         return self

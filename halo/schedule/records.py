@@ -100,9 +100,11 @@ class Specialization:
 @dataclass(frozen=True)
 class Tensorize:
     """The loop nest from loop `var` inward is replaced by tensor intrinsic `intrinsic`
-    (its name)."""
+    (its name); `declared` is the Intrinsic itself (None in a record read back from JSON
+    before its calls are replayed)."""
     var: str
     intrinsic: str
+    declared: object = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

@@ -320,20 +320,25 @@ def test_intrinsic_spec_needs_constant_shape():
 
 
 def test_tensorize_loop_nest_of_the_wrong_depth():
+    """A pure stage stands for the spec's initialization, whose loops are its pure Vars."""
     intrinsic = _dot4()
     inp, g, f = two_stage()
-    assert message(halo.ScheduleError, lambda: f.tensorize(x, intrinsic)) == (
-        "f.tensorize(x, dot4): dot4 computes a 2-deep loop nest (i, r_dot.x), but the loops "
-        "from x inward are 1 (x). The loops of f are, outermost first: y, x")
+    assert message(halo.ScheduleError, lambda: f.tensorize(y, intrinsic)) == (
+        "f.tensorize(y, dot4): dot4's initialization computes a 1-deep loop nest (i), but the "
+        "loops from y inward are 2 (y, x). The loops of f are, outermost first: y, x")
 
 
-def test_tensorize_is_not_lowered_yet():
+def test_tensorize_an_update_with_a_nest_of_the_wrong_depth():
     intrinsic = _dot4()
-    inp, g, f = two_stage()
-    f.tensorize(y, intrinsic)
-    assert message(halo.ScheduleError, f.lower) == (
-        "f.tensorize(y, dot4): this version of halo records and checks tensorize but can't "
-        "lower tensorized loops yet; remove the call to run the pipeline")
+    r = halo.RDom((0, 4), name="r")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f = halo.Func("f")
+    f[y, x] = 0.0
+    f[y, x] += inp[y, x + r]
+    assert message(halo.ScheduleError, lambda: f.update(0).tensorize(r.x, intrinsic)) == (
+        "f.update(0).tensorize(r.x, dot4): dot4 computes a 2-deep loop nest (i, r_dot.x), but "
+        "the loops from r.x inward are 1 (r.x). The loops of f.update(0) are, outermost "
+        "first: y, x, r.x")
 
 
 def test_func_level_call_on_a_specialization():

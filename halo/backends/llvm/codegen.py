@@ -1,7 +1,8 @@
 """Lowered halo statements to an LLVM module, through llvmlite's `ir.IRBuilder`.
 
 Input: a lowered, flattened `Stmt`: For, LetStmt, Block, IfThenElse, Evaluate, Store,
-Atomic (a Store made indivisible, see `atomics.py`) and Allocate, over expressions Const,
+Atomic (a Store made indivisible, see `atomics.py`), Allocate and TensorCall (written by
+its intrinsic's emitter, see `tensor_calls.py`), over expressions Const,
 Var, Cast, the binary operators, Not, Select, math Calls, Load, Let, and the vector forms
 vectorize_loops makes of them (vector types, Ramp, Broadcast, Loads and Stores at vector
 indices with predicates). Anything else (Provide, Realize, Func calls) is a bug in
@@ -28,7 +29,7 @@ from typing import NamedTuple
 from llvmlite import ir
 
 from halo.backends.arguments import Argument
-from halo.backends.llvm import arithmetic, atomics, parallel, vectors
+from halo.backends.llvm import arithmetic, atomics, parallel, tensor_calls, vectors
 from halo.backends.llvm.llvm_types import (
     INDEX,
     POINTER,
@@ -40,6 +41,7 @@ from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
 from halo.ir.types import Type, int32, int64
+from halo.target import host_cpu
 
 
 def generate_module(name: str, body: n.Stmt, args: Sequence[Argument],
@@ -329,6 +331,20 @@ class _FunctionEmitter:
                                           memory_type(buffer.type), emit_value)
                 return
         raise InternalError(f"an atomic block must hold one store:\n{s.body!r}")
+
+    def _stmt_TensorCall(self, s: n.TensorCall) -> None:
+        """The intrinsic's emitter writes the code (tensor_calls.py), given each operand's
+        address and its strides along the spec's dimensions (the buffer's last ones)."""
+        operands = []
+        for name, element, strides in zip(s.operand_names, s.operands, s.strides, strict=True):
+            buffer = self._buffer(element.name)
+            spec_strides = strides[len(strides) - s.intrinsic.operand_rank(name):]
+            operands.append(tensor_calls.TensorOperand(
+                name, element.name, buffer.type, self._element_address(buffer, element.index),
+                tuple(self._index(x) for x in spec_strides),
+                tuple(int(x.value) if isinstance(x, n.Const) else None for x in spec_strides)))
+        tensor_calls.emit_tensor_call(self._builder, s, operands, host_cpu().features,
+                                      self._strict_float)
 
     def _stmt_Allocate(self, s: n.Allocate) -> None:
         if s.scope == "heap":

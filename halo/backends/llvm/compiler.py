@@ -16,7 +16,7 @@ from halo.backends.llvm.object_cache import cache_key
 from halo.backends.llvm.parallel import load_libgomp
 from halo.backends.llvm.runtime import CompiledFunction
 from halo.errors import InternalError
-from halo.ir.nodes import Stmt, Store
+from halo.ir.nodes import Stmt, Store, TensorCall
 from halo.ir.visitor import walk
 from halo.target import default_num_threads
 
@@ -38,13 +38,16 @@ def compile_function(name: str, body: Stmt, args: Sequence[Argument],
     key = cache_key((name, repr(tuple(args)), str(num_threads), str(strict_float),
                      *host_fingerprint(),
                      repr(body)))
-    native = _load_cached(key)
+    # A tensor intrinsic's code comes from its emitter, Python code that no key covers.
+    tensor_calls = [node for node in walk(body) if isinstance(node, TensorCall)]
+    native = None if tensor_calls else _load_cached(key)
     if native is None:
         module = generate_module(name, body, args, num_threads, strict_float)
         native = jit_compile(str(module))
-        if native.object_code:
+        if native.object_code and not tensor_calls:
             object_cache.store(key, native.optimized_ir, native.object_code)
-    stored = frozenset(node.name for node in walk(body) if isinstance(node, Store))
+    stored = frozenset([*(node.name for node in walk(body) if isinstance(node, Store)),
+                        *(call.operands[0].name for call in tensor_calls)])
     return CompiledFunction(name, args, native, stored_buffers=stored)
 
 

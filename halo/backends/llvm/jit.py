@@ -42,6 +42,8 @@ class _HostTarget:
         # Never llvm.initialize(): it raises on llvmlite >= 0.45.
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
+        # Inline assembly (tensor intrinsics' emitters may write it) is parsed by LLVM
+        llvm.initialize_native_asmparser()
         # LLVM's loop vectorizer, if-converting a loop body with a branch (halo's tail
         # guards, which partition_loops leaves only in the copies for short extents),
         # predicated a division inside the branch and then read its loop-invariant result
