@@ -303,7 +303,8 @@ class Store(Stmt):
 @dataclass(frozen=True, slots=True)
 class Allocate(Stmt):
     """A flat buffer of `size` elements of `type`, live while `body` runs.
-    `scope` is "heap" or "stack"."""
+    `scope` is "heap" or "stack" (on a GPU: device memory outside the kernels, a thread's
+    registers inside them), or "shared" (the shared memory of a GPU block)."""
     name: str
     type: Type
     size: Expr

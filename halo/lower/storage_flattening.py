@@ -11,7 +11,9 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     every index (a let would hold it in an int32, which a buffer of more than 2**31
     elements overflows). They go on the stack when `store_in` says "stack"/"local" (sized by a
     constant upper bound of each extent, which must exist) or, by default, when the size
-    is a small constant; "global" and "shared" (on the CPU) mean the heap.
+    is a small constant; "global" and "shared" (on the CPU) mean the heap. On a GPU target,
+    "shared" (a GPU block's shared memory, which `gpu_memory_scopes` chose) is also sized
+    by constant upper bounds, and its Allocate keeps the scope "shared".
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from halo.ir.printer import expr_to_str
 from halo.ir.substitute import substitute, var_names
 from halo.ir.visitor import IRMutator
 from halo.lower.context import LowerContext
+from halo.target import TargetKind
 
 _STACK_BYTES = 16 * 1024  # small constant-size buffers live on the stack, in registers if tiny
 
@@ -113,7 +116,8 @@ class _Flatten(IRMutator):
 
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         extents = [simplify(ext) for _, ext in r.bounds]
-        if r.scope in ("stack", "local"):
+        shared = r.scope == "shared" and self.ctx.target.kind is TargetKind.CUDA
+        if r.scope in ("stack", "local") or shared:
             extents = [self._constant_extent(r, i, ext) for i, ext in enumerate(extents)]
         # strides[i] is the product of the extents after i; strides[-1] is the size.
         strides: list[n.Expr] = [const(1)]
@@ -125,8 +129,8 @@ class _Flatten(IRMutator):
         self.strides[r.name] = tuple(strides)
         body = self.mutate(r.body)
         small = isinstance(size, n.Const) and size.value * r.type.bytes <= _STACK_BYTES
-        scope = "stack" if r.scope in ("stack", "local") or (r.scope == "auto" and small) \
-            else "heap"
+        scope = "shared" if shared else "stack" \
+            if r.scope in ("stack", "local") or (r.scope == "auto" and small) else "heap"
         return n.Allocate(r.name, r.type, size, body, scope)
 
     def _check_constant_factors(self, r: n.Realize, extents: list[n.Expr]) -> None:

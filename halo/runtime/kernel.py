@@ -22,8 +22,15 @@ from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
 from halo.lower.pipeline import Lowered
+from halo.runtime.device_arrays import (
+    DeviceArray,
+    DeviceCall,
+    check_size,
+    device_array,
+    is_device_array,
+)
 from halo.runtime.host_checks import compile_checks
-from halo.target import Target
+from halo.target import Target, TargetKind
 
 
 class Kernel:
@@ -56,7 +63,7 @@ class Kernel:
         return kernel
 
     def source(self) -> str:
-        """The code the backend generated (LLVM IR for the host)."""
+        """The code the backend generated (LLVM IR for the host, CUDA C for cuda)."""
         return self.function.source()
 
     def __call__(self, shape=None, out=None, origin=None, **inputs):
@@ -67,16 +74,28 @@ class Kernel:
         """The outputs of one call: inputs by object (`inputs`) or by name (`named`)."""
         env = self.lowered.env
         arrays, scalars = bind(env, inputs, **named)
+        on_gpu = self.target.kind is TargetKind.CUDA
+        arrays = {name: _on_target(a, f"input {name}", on_gpu) for name, a in arrays.items()}
         for name, a in arrays.items():  # before _addressable copies a view halo can't index
             for i, extent in enumerate(a.shape):
                 checked_scalar(int32, extent, self._describe_scalar(f"{name}.extent.{i}"))
-        arrays = {name: _addressable(a) for name, a in arrays.items()}
+        arrays = {name: a if isinstance(a, DeviceArray) else
+                  np.ascontiguousarray(a) if on_gpu else _addressable(a)
+                  for name, a in arrays.items()}
         outs = self._outputs(shape, out)
+        # What the code writes: the outputs, or (GPU) device views and contiguous stand-ins
+        written = [_on_target(o, f"out= for {f}", on_gpu) for f, o in
+                   zip(self.output_names, outs, strict=True)]
+        if on_gpu:
+            written = [w if isinstance(w, DeviceArray) or w.flags.c_contiguous
+                       else np.empty(w.shape, w.dtype) for w in written]
+            for name, a in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
+                check_size(a, f"array {name}")
         call = f"{self.output_names[0]}.realize(...)"
         origin = checked_origin(origin, outs[0].ndim, call)
         checked_region(origin, outs[0].shape, call)
         values: dict[str, object] = dict(scalars)
-        for name, arr in [*arrays.items(), *zip(self.output_names, outs, strict=True)]:
+        for name, arr in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
             for i in range(arr.ndim):
                 values[f"{name}.extent.{i}"] = arr.shape[i]
                 values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
@@ -85,12 +104,31 @@ class Kernel:
             values[name] = checked_scalar(t, values[name], description)
         self._check_regions(values)
         counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
+        scalar_values = [values[s] for s in self.scalar_names]
+        if on_gpu:
+            self._run_on_gpu(arrays, written, scalar_values)
+            for o, w in zip(outs, written, strict=True):
+                if o is not w and isinstance(o, np.ndarray):
+                    o[...] = w
+            return outs
         buffers = [arrays[b] if b in arrays else counts if b == COUNTS_BUFFER
                    else outs[self.output_names.index(b)] for b in self.buffer_names]
-        self.function(*buffers, *(values[s] for s in self.scalar_names))
+        self.function(*buffers, *scalar_values)
         if self.target.count_stores:
             self.store_counts = dict(zip(self.lowered.counted, counts.tolist(), strict=True))
         return outs
+
+    def _run_on_gpu(self, arrays: dict, written: list, scalar_values: list) -> None:
+        """Call the GPU pipeline: NumPy arrays through device copies (DeviceCall)."""
+        call = DeviceCall()
+        try:
+            buffers = [call.input(arrays[b]) if b in arrays else
+                       call.output(written[self.output_names.index(b)])
+                       for b in self.buffer_names]
+            self.function(*buffers, *scalar_values)
+            call.finish()
+        finally:
+            call.close()
 
     def _outputs(self, shape, out) -> list[np.ndarray]:
         funcs = [self.lowered.env.funcs[nm] for nm in self.output_names]
@@ -99,8 +137,8 @@ class Kernel:
             if len(outs) != len(funcs):
                 raise InputError(f"out= has {len(outs)} array(s) for {len(funcs)} output(s)")
             for f, arr in zip(funcs, outs, strict=True):
-                _check_out(f, arr)
-            if len({a.shape for a in outs}) > 1:
+                _check_out(f, arr, self.target.kind is TargetKind.CUDA)
+            if len({_shape(a) for a in outs}) > 1:
                 raise InputError("all outputs of a Pipeline must have the same shape")
             return outs
         if shape is None:
@@ -122,8 +160,29 @@ class Kernel:
             raise describe(*failed)
 
 
-def _check_out(f: Func, arr: object) -> None:
+def _on_target(a: object, what: str, on_gpu: bool) -> np.ndarray | DeviceArray:
+    """`a` as the target's code takes it: a GPU array as a DeviceArray (GPU targets only)."""
+    if not is_device_array(a):
+        return a
+    if not on_gpu:
+        raise InputError(f"{what} is a GPU array, but this pipeline was compiled for the "
+                         "host; compile it with target='cuda', or pass a NumPy array")
+    return device_array(a, what)
+
+
+def _shape(a: object) -> tuple[int, ...]:
+    return tuple(a.__cuda_array_interface__["shape"]) if is_device_array(a) else a.shape
+
+
+def _check_out(f: Func, arr: object, on_gpu: bool) -> None:
     """Refuse an `out=` array compiled code can't write `f` into."""
+    if on_gpu and is_device_array(arr):
+        d = device_array(arr, f"out= for {f.name}")
+        if d.dtype != f.type.numpy or d.ndim != f.dimensions or d.readonly:
+            raise InputError(f"out= for {f.name} must be a writable {f.dimensions}-D "
+                             f"{f.type} array, got a GPU array of dtype {d.dtype}, shape "
+                             f"{d.shape}{', read-only' if d.readonly else ''}")
+        return
     if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
             arr.ndim != f.dimensions:
         raise InputError(f"out= for {f.name} must be a {f.dimensions}-D "

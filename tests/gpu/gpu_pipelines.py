@@ -1,0 +1,148 @@
+"""GPU test pipelines: each builder returns (output Func, {input: array}, output shape).
+
+Shared by tests/gpu (run on a GPU against halo.reference) and tests/backends/cuda (the
+emitted CUDA C compiles with nvcc). Sizes are awkward: primes, 1, smaller than a tile.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import halo
+
+RNG = np.random.default_rng(7)
+
+
+def _image(shape, dtype=np.float32, lo=-4, hi=4):
+    if np.dtype(dtype).kind == "f":
+        return RNG.uniform(lo, hi, shape).astype(dtype)
+    return RNG.integers(lo, hi, shape).astype(dtype)
+
+
+def pointwise_1d(n=997, tail="auto"):
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    out = halo.Func("out")
+    out[x] = halo.sqrt(halo.abs(inp[x])) * 2 + inp[x] * inp[x]
+    out.gpu_tile(x, xo, xi, 128, tail=tail)
+    # round_up computes (and reads) whole tiles past the end of the output
+    return out, {inp: _image(((n + 127) // 128 * 128,))}, (n,)
+
+
+def blur_shared(shape=(37, 53), tail="auto"):
+    """Halide's classic blur: the horizontal pass in shared memory per block."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    bh, out = halo.Func("bh"), halo.Func("out")
+    bh[y, x] = inp[y, x] + inp[y, x + 1] + inp[y, x + 2]
+    out[y, x] = (bh[y, x] + bh[y + 1, x] + bh[y + 2, x]) / 9
+    out.gpu_tile(y, x, yo, xo, yi, xi, 8, 32, tail=tail)
+    bh.compute_at(out, xo).store_in("shared").gpu_threads(y, x)
+    h, w = shape
+    return out, {inp: _image((h + 2, w + 2))}, shape
+
+
+def two_kernels(shape=(29, 31)):
+    """A Func computed at root is a kernel of its own, in device memory."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = inp[y, x] * 3 - 7
+    out[y, x] = (f[y, x] + f[y, x + 1]) // 4 + (f[y, x] % 5)
+    f.compute_root().gpu_tile(y, x, yo, xo, yi, xi, 4, 16)
+    out.gpu_tile(y, x, yo, xo, yi, xi, 16, 16)
+    h, w = shape
+    return out, {inp: _image((h, w + 1), np.int32, -1000, 1000)}, shape
+
+
+def registers(shape=(23, 41)):
+    """A reduction computed inside the thread loops lives in registers."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, 5), name="r")
+    s, out = halo.Func("s"), halo.Func("out")
+    s[y, x] = 0.0
+    s[y, x] = s[y, x] + inp[y, x + r.x]
+    out[y, x] = s[y, x] * 0.5
+    out.gpu_tile(y, x, yo, xo, yi, xi, 8, 8)
+    s.compute_at(out, xi)
+    h, w = shape
+    return out, {inp: _image((h, w + 4))}, shape
+
+
+def updates(n=131):
+    """Pure and update stages, each its own kernel."""
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f = halo.Func("f")
+    f[x] = inp[x]
+    f[x] = f[x] * 2 + 1
+    f.gpu_tile(x, xo, xi, 32)
+    f.update(0).gpu_tile(x, xo, xi, 64)
+    return f, {inp: _image((n,))}, (n,)
+
+
+def integers(n=211):
+    """8- and 16-bit wraparound, floor division and modulo of negatives, select, min/max."""
+    x, xo, xi = halo.vars("x xo xi")
+    a = halo.ImageParam(halo.uint8, 1, "a")
+    b = halo.ImageParam(halo.int16, 1, "b")
+    out = halo.Func("out")
+    wrapped = halo.cast(halo.int32, a[x] * a[x] + 200) + halo.cast(halo.int32, b[x] * 300)
+    out[x] = halo.select(b[x] > 0, wrapped // halo.cast(halo.int32, b[x] - 3),
+                         halo.max(wrapped % 7, halo.cast(halo.int32, b[x]) - 9))
+    out.gpu_tile(x, xo, xi, 64)
+    return out, {a: _image((n,), np.uint8, 0, 256), b: _image((n,), np.int16, -300, 300)}, (n,)
+
+
+def matmul_shared(n=45, m=37, k=29):
+    """A matmul: the product accumulated in registers, the B tile in shared memory."""
+    i, j, io, jo, ii, ji = halo.vars("i j io jo ii ji")
+    a = halo.ImageParam(halo.float32, 2, "a")
+    b = halo.ImageParam(halo.float32, 2, "b")
+    r = halo.RDom((0, k), name="r")
+    acc, out = halo.Func("acc"), halo.Func("out")
+    acc[i, j] = 0.0
+    acc[i, j] += a[i, r.x] * b[r.x, j]
+    out[i, j] = acc[i, j]
+    out.gpu_tile(i, j, io, jo, ii, ji, 8, 16)
+    acc.compute_at(out, ji)
+    return out, {a: _image((n, k)), b: _image((k, m))}, (n, m)
+
+
+def block_level(n=50):
+    """gpu_blocks alone: each block's one thread computes its tile."""
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float64, 1, "inp")
+    out = halo.Func("out")
+    out[x] = halo.exp(inp[x]) - halo.floor(inp[x])
+    out.split(x, xo, xi, 7).gpu_blocks(xo)
+    return out, {inp: _image((n,), np.float64)}, (n,)
+
+
+def unrolled_vthread(shape=(19, 70)):
+    """A vthread loop around the thread loops and an unrolled loop inside them."""
+    x, y, xo, yo, xi, yi, v, xii = halo.vars("x y xo yo xi yi v xii")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    out = halo.Func("out")
+    out[y, x] = inp[y, x] * inp[y, x] - 1
+    out.tile(y, x, yo, xo, yi, xi, 4, 32).split(xi, v, xi, 16).split(xi, xi, xii, 4)
+    out.reorder(yo, xo, v, yi, xi, xii)
+    out.gpu_blocks(yo, xo).vthread(v).gpu_threads(yi, xi).unroll(xii)
+    return out, {inp: _image(shape)}, shape
+
+
+PIPELINES = {
+    "pointwise_1d": pointwise_1d,
+    "pointwise_round_up": lambda: pointwise_1d(1000, "round_up"),
+    "pointwise_one": lambda: pointwise_1d(1),
+    "blur_shared": blur_shared,
+    "blur_shared_small": lambda: blur_shared((5, 3)),
+    "blur_shared_guard": lambda: blur_shared((41, 67), "guard"),
+    "two_kernels": two_kernels,
+    "registers": registers,
+    "updates": updates,
+    "integers": integers,
+    "matmul_shared": matmul_shared,
+    "block_level": block_level,
+    "unrolled_vthread": unrolled_vthread,
+}

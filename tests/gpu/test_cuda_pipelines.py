@@ -1,0 +1,78 @@
+"""Every GPU test pipeline (gpu_pipelines.py) on the GPU, against halo.reference: NumPy
+arrays in and out, device arrays (PyTorch, CuPy) used in place, out= on the device."""
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import halo
+
+_spec = importlib.util.spec_from_file_location("gpu_pipelines",
+                                               Path(__file__).with_name("gpu_pipelines.py"))
+gpu_pipelines = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gpu_pipelines)
+PIPELINES = gpu_pipelines.PIPELINES
+
+
+def _check(got, want, dtype):
+    if np.dtype(dtype).kind == "f":
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_pipeline_matches_the_reference(name):
+    out, inputs, shape = PIPELINES[name]()
+    want = halo.reference(out, shape, inputs=inputs)
+    got = out.realize(shape, inputs=inputs, target="cuda")
+    assert isinstance(got, np.ndarray) and got.shape == want.shape
+    _check(got, want, want.dtype)
+
+
+@pytest.mark.parametrize("name", ["blur_shared", "two_kernels", "matmul_shared"])
+def test_torch_tensors_are_used_in_place(name):
+    torch = pytest.importorskip("torch")
+    out, inputs, shape = PIPELINES[name]()
+    want = halo.reference(out, shape, inputs=inputs)
+    device_inputs = {k: torch.from_numpy(v).cuda() for k, v in inputs.items()}
+    result = torch.empty(shape, dtype=getattr(torch, str(want.dtype)), device="cuda")
+    returned = out.realize(inputs=device_inputs, target="cuda", out=result)
+    assert returned is result
+    _check(result.cpu().numpy(), want, want.dtype)
+
+
+def test_cupy_views_with_strides_are_read_in_place():
+    cupy = pytest.importorskip("cupy")
+    out, inputs, shape = PIPELINES["blur_shared"]()
+    (inp, array), = inputs.items()
+    wide = cupy.zeros((array.shape[0], array.shape[1] * 2), dtype=array.dtype)
+    wide[:, ::2] = cupy.asarray(array)
+    view = wide[:, ::2]  # a strided view: the kernel reads it through its strides
+    # a strided last dimension is fine on the device: strides are arguments
+    got = out.realize(shape, inputs={inp: view}, target="cuda")
+    _check(got, halo.reference(out, shape, inputs=inputs), np.float32)
+
+
+def test_wrong_dtype_of_a_device_array_is_refused_before_any_launch():
+    torch = pytest.importorskip("torch")
+    out, inputs, shape = PIPELINES["pointwise_1d"]()
+    (inp, array), = inputs.items()
+    with pytest.raises(halo.InputError, match="dtype float64"):
+        out.realize(shape, inputs={inp: torch.zeros(array.shape, dtype=torch.float64,
+                                                    device="cuda")}, target="cuda")
+
+
+def test_a_region_too_small_is_refused_before_any_launch():
+    out, inputs, shape = PIPELINES["blur_shared"]()
+    (inp, array), = inputs.items()
+    with pytest.raises(halo.HaloError, match="inp"):
+        out.realize(shape, inputs={inp: array[:-1]}, target="cuda")
+
+
+def test_target_reads_the_architecture_from_the_device():
+    import pycuda.driver as cuda
+    cuda.init()
+    major, minor = cuda.Device(0).compute_capability()
+    assert halo.Target("cuda").arch == f"sm_{major}{minor}"
