@@ -65,6 +65,22 @@ def schedule(funcs) -> None:
         partial.update(0).reorder(ro, u).vectorize(u)
 
 
+def gpu_schedule(funcs) -> None:
+    """For target 'cuda': one row per block of 256 threads; e inline (exp is cheap next
+    to a trip to memory); each reduction through rfactor: 256 partial results per row
+    (one per thread, in shared memory), then merged."""
+    i, j, jo, ji, u, ro, ri = halo.vars("i j jo ji u ro ri")
+    out = funcs["softmax"]
+    out.split(j, jo, ji, 256).reorder(i, jo, ji).gpu_blocks(i).gpu_threads(ji)
+    for name in ("row_max", "row_sum"):
+        reduction = funcs[name]
+        reduction.compute_at(out, i)
+        reduction.update(0).split(funcs["r"].x, ro, ri, 256)
+        partial = reduction.update(0).rfactor(ri, u)
+        partial.compute_at(out, i).gpu_threads(u)
+        partial.update(0).reorder(u, ro).gpu_threads(u)
+
+
 def numpy_softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)

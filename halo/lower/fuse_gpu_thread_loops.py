@@ -116,6 +116,45 @@ def _expand(e: n.Expr, lets: dict[str, n.Expr]) -> n.Expr:
     return e
 
 
+class _RegisterIndices(IRMutator):
+    """Accesses to a thread's own buffers ("stack": registers) at indices that are
+    constants once the lets around them are seen through (`acc[min_i * 4 + min_j -
+    acc.min.0 * 4 - acc.min.1 + 5]` is `acc[5]`) get the constant: CUDA keeps such an
+    array in registers only when every index is a compile-time constant."""
+
+    def __init__(self) -> None:
+        self.lets: dict[str, n.Expr] = {}
+        self.registers: set[str] = set()
+
+    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
+        self.lets[s.name] = s.value
+        try:
+            return self.mutate_children(s)
+        finally:
+            del self.lets[s.name]
+
+    def visit_Allocate(self, a: n.Allocate) -> n.Stmt:
+        if a.scope == "stack":
+            self.registers.add(a.name)
+        return self.mutate_children(a)
+
+    def _index(self, index: n.Expr) -> n.Expr:
+        folded = simplify(_expand(index, self.lets))
+        return folded if isinstance(folded, n.Const) else index
+
+    def visit_Load(self, x: n.Load) -> n.Expr:
+        x = self.mutate_children(x)
+        if x.name not in self.registers:
+            return x
+        return n.Load(x.type, x.name, self._index(x.index), x.predicate)
+
+    def visit_Store(self, x: n.Store) -> n.Stmt:
+        x = self.mutate_children(x)
+        if x.name not in self.registers:
+            return x
+        return n.Store(x.name, self._index(x.index), x.value, x.predicate)
+
+
 class _Kernels(IRMutator):
     """Finds the kernels (outermost block loops) under the host code and fuses each."""
 
@@ -194,6 +233,7 @@ class _Fuse:
     def kernel(self) -> n.Stmt:
         loop = self.kernel_loop
         body, _ = self._phases(loop.body)
+        body = _RegisterIndices().mutate(body)
         return n.For(loop.name, loop.min, loop.extent, loop.kind, body)
 
     def _phases(self, s: n.Stmt) -> tuple[n.Stmt, bool]:

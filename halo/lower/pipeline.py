@@ -23,6 +23,7 @@ from halo.lower.context import LowerContext
 from halo.lower.count_stores import count_stores, store_count_names
 from halo.lower.fuse_gpu_thread_loops import fuse_gpu_thread_loops
 from halo.lower.gpu_levels import gpu_levels
+from halo.lower.inject_virtual_threads import inject_virtual_threads
 from halo.lower.partition_loops import partition_loops
 from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
@@ -65,6 +66,10 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         *([("gpu_levels", gpu_levels)] if gpu else []),
         # Needs bounds-inference lets for the allocation sizes.
         ("storage_flattening", storage_flattening),
+        # GPU only: vthread loops as interleaved copies inside the threads; needs flat
+        # buffers of constant size (each copy gets its part); before partitioning and
+        # unrolling, which then see the copies.
+        *([("inject_virtual_threads", inject_virtual_threads)] if gpu else []),
         # Only for Target(count_stores=True). Counts flat Stores, and serializes loops
         # before unrolling and vectorization see them; after every pass that decides what
         # is computed (sliding_window).

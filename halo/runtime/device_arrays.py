@@ -59,6 +59,12 @@ def device_array(a: object, what: str) -> DeviceArray:
     if pointer % dtype.itemsize or any(s % dtype.itemsize for s in strides):
         raise InputError(f"{what} is a GPU array whose elements are not aligned to their "
                          f"size ({dtype.itemsize} bytes); pass a contiguous copy")
+    if shape and shape[-1] > 1 and strides[-1] != dtype.itemsize:
+        raise InputError(f"{what} is a GPU array whose last dimension is not contiguous "
+                         f"(stride {strides[-1]} bytes, shape {shape}); kernels read "
+                         "neighbouring last indices as neighbouring elements: pass a "
+                         "contiguous copy (x.contiguous() in PyTorch, "
+                         "cupy.ascontiguousarray(x))")
     return DeviceArray(int(pointer), shape, strides, dtype, bool(readonly), a)
 
 
@@ -76,7 +82,6 @@ class DeviceCall:
     then `finish()` to copy NumPy outputs back; `close()` frees everything."""
 
     def __init__(self) -> None:
-        self.driver = cuda_driver()
         self._allocations: list[object] = []
         self._copy_back: list[tuple[np.ndarray, object]] = []
 
@@ -85,7 +90,7 @@ class DeviceCall:
             return a.pointer
         allocation = self._alloc(a.nbytes)
         if a.nbytes:
-            self.driver.memcpy_htod(allocation, np.ascontiguousarray(a))
+            cuda_driver().memcpy_htod(allocation, np.ascontiguousarray(a))
         return int(allocation)
 
     def output(self, a: np.ndarray | DeviceArray) -> int:
@@ -98,7 +103,7 @@ class DeviceCall:
     def finish(self) -> None:
         for a, allocation in self._copy_back:
             if a.nbytes:
-                self.driver.memcpy_dtoh(a, allocation)
+                cuda_driver().memcpy_dtoh(a, allocation)
 
     def close(self) -> None:
         for allocation in self._allocations:
@@ -106,6 +111,6 @@ class DeviceCall:
         self._allocations.clear()
 
     def _alloc(self, nbytes: int):
-        allocation = self.driver.mem_alloc(max(nbytes, 1))
+        allocation = cuda_driver().mem_alloc(max(nbytes, 1))
         self._allocations.append(allocation)
         return allocation

@@ -14,10 +14,9 @@ import numpy as np
 
 from halo import backends
 from halo.errors import InputError
-from halo.ir.types import int32
+from halo.ir.types import Type, int32
 from halo.ir.values import checked_origin, checked_region, checked_scalar, checked_shape
 from halo.lang.environment import Environment, bind
-from halo.lang.func import Func
 from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
@@ -41,6 +40,8 @@ class Kernel:
         self.lowered = lowered
         self.target = target
         self.output_names = [f.name for f in lowered.env.outputs]
+        # Each output's type, found once (a Func's type is read off its definition).
+        self._output_types = [f.type for f in lowered.env.outputs]
         self._checks = compile_checks(lowered.checks)
         self.function = backends.compile(lowered, target)
         self.buffer_names = [a.name for a in self.function.args if a.kind == "buffer"]
@@ -92,8 +93,8 @@ class Kernel:
             for name, a in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
                 check_size(a, f"array {name}")
         call = f"{self.output_names[0]}.realize(...)"
-        origin = checked_origin(origin, outs[0].ndim, call)
-        checked_region(origin, outs[0].shape, call)
+        origin = checked_origin(origin, written[0].ndim, call)
+        checked_region(origin, written[0].shape, call)
         values: dict[str, object] = dict(scalars)
         for name, arr in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
             for i in range(arr.ndim):
@@ -136,15 +137,15 @@ class Kernel:
             outs = list(out) if isinstance(out, (list, tuple)) else [out]
             if len(outs) != len(funcs):
                 raise InputError(f"out= has {len(outs)} array(s) for {len(funcs)} output(s)")
-            for f, arr in zip(funcs, outs, strict=True):
-                _check_out(f, arr, self.target.kind is TargetKind.CUDA)
+            for f, t, arr in zip(funcs, self._output_types, outs, strict=True):
+                _check_out(f.name, f.dimensions, t, arr, self.target.kind is TargetKind.CUDA)
             if len({_shape(a) for a in outs}) > 1:
                 raise InputError("all outputs of a Pipeline must have the same shape")
             return outs
         if shape is None:
             raise InputError("give the output shape, e.g. f.realize((480, 640)), or out=array")
         return [np.empty(checked_shape(shape, f.dimensions, f"{f.name}.realize(...)"),
-                         dtype=f.type.numpy) for f in funcs]
+                         dtype=t.numpy) for f, t in zip(funcs, self._output_types, strict=True)]
 
     def _describe_scalar(self, name: str) -> str:
         """A scalar argument derived from an array, as the user knows it: `inp.extent.0`
@@ -174,25 +175,25 @@ def _shape(a: object) -> tuple[int, ...]:
     return tuple(a.__cuda_array_interface__["shape"]) if is_device_array(a) else a.shape
 
 
-def _check_out(f: Func, arr: object, on_gpu: bool) -> None:
-    """Refuse an `out=` array compiled code can't write `f` into."""
+def _check_out(name: str, dimensions: int, t: Type, arr: object, on_gpu: bool) -> None:
+    """Refuse an `out=` array compiled code can't write Func `name` (of type `t`) into."""
     if on_gpu and is_device_array(arr):
-        d = device_array(arr, f"out= for {f.name}")
-        if d.dtype != f.type.numpy or d.ndim != f.dimensions or d.readonly:
-            raise InputError(f"out= for {f.name} must be a writable {f.dimensions}-D "
-                             f"{f.type} array, got a GPU array of dtype {d.dtype}, shape "
+        d = device_array(arr, f"out= for {name}")
+        if d.dtype != t.numpy or d.ndim != dimensions or d.readonly:
+            raise InputError(f"out= for {name} must be a writable {dimensions}-D "
+                             f"{t} array, got a GPU array of dtype {d.dtype}, shape "
                              f"{d.shape}{', read-only' if d.readonly else ''}")
         return
-    if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
-            arr.ndim != f.dimensions:
-        raise InputError(f"out= for {f.name} must be a {f.dimensions}-D "
-                         f"{f.type} NumPy array, got {_describe(arr)}")
+    if not isinstance(arr, np.ndarray) or arr.dtype != t.numpy or \
+            arr.ndim != dimensions:
+        raise InputError(f"out= for {name} must be a {dimensions}-D "
+                         f"{t} NumPy array, got {_describe(arr)}")
     if isinstance(arr, np.ma.MaskedArray):
-        raise InputError(masked_array_refusal(f"out= for {f.name}"))
+        raise InputError(masked_array_refusal(f"out= for {name}"))
     if not arr.flags.writeable:
-        raise InputError(f"out= for {f.name} is read-only")
+        raise InputError(f"out= for {name} is read-only")
     if _addressable(arr) is not arr:
-        raise InputError(f"out= for {f.name} must be aligned and have consecutive "
+        raise InputError(f"out= for {name} must be aligned and have consecutive "
                          "elements in its last dimension (a view like a[:, ::2] or a.T, "
                          "or an array made by np.frombuffer at an odd offset, isn't); pass "
                          "a new array (np.empty(shape, dtype)), or leave out out= and copy "

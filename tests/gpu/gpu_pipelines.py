@@ -18,14 +18,25 @@ def _image(shape, dtype=np.float32, lo=-4, hi=4):
     return RNG.integers(lo, hi, shape).astype(dtype)
 
 
+def round_up_producer(n=1000):
+    """A producer split with tail='round_up' computes whole tiles past what is read."""
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[x] = inp[x] * 3
+    out[x] = f[x] + f[x + 1]
+    f.compute_root().gpu_tile(x, xo, xi, 128, tail="round_up")
+    out.gpu_tile(x, xo, xi, 64)
+    return out, {inp: _image(((n + 1 + 127) // 128 * 128,))}, (n,)
+
+
 def pointwise_1d(n=997, tail="auto"):
     x, xo, xi = halo.vars("x xo xi")
     inp = halo.ImageParam(halo.float32, 1, "inp")
     out = halo.Func("out")
     out[x] = halo.sqrt(halo.abs(inp[x])) * 2 + inp[x] * inp[x]
     out.gpu_tile(x, xo, xi, 128, tail=tail)
-    # round_up computes (and reads) whole tiles past the end of the output
-    return out, {inp: _image(((n + 127) // 128 * 128,))}, (n,)
+    return out, {inp: _image((n,))}, (n,)
 
 
 def blur_shared(shape=(37, 53), tail="auto"):
@@ -133,7 +144,7 @@ def unrolled_vthread(shape=(19, 70)):
 
 PIPELINES = {
     "pointwise_1d": pointwise_1d,
-    "pointwise_round_up": lambda: pointwise_1d(1000, "round_up"),
+    "round_up_producer": round_up_producer,
     "pointwise_one": lambda: pointwise_1d(1),
     "blur_shared": blur_shared,
     "blur_shared_small": lambda: blur_shared((5, 3)),
@@ -146,3 +157,72 @@ PIPELINES = {
     "block_level": block_level,
     "unrolled_vthread": unrolled_vthread,
 }
+
+
+def histogram(n=1009, bins=16):
+    """Atomic updates from many threads: atomicAdd on int32."""
+    b, bo, bi, ro, ri = halo.vars("b bo bi ro ri")
+    inp = halo.ImageParam(halo.uint8, 1, "inp")
+    r = halo.RDom((0, n), name="r")
+    h = halo.Func("h")
+    h[b] = 0
+    h[halo.cast(halo.int32, inp[r.x]) % bins] += 1
+    h.gpu_tile(b, bo, bi, 16)
+    h.update(0).atomic().split(r.x, ro, ri, 128).gpu_blocks(ro).gpu_threads(ri)
+    return h, {inp: _image((n,), np.uint8, 0, 256)}, (bins,)
+
+
+def atomic_max_and_float_sum(n=523, bins=8):
+    """Atomic updates without one instruction: max of floats (compare-and-swap loops), and
+    float sums (atomicAdd), per bin."""
+    b, bo, bi, ro, ri = halo.vars("b bo bi ro ri")
+    key = halo.ImageParam(halo.int16, 1, "key")
+    val = halo.ImageParam(halo.float32, 1, "val")
+    r = halo.RDom((0, n), name="r")
+    m = halo.Func("m")
+    m[b] = -1e30
+    m[halo.cast(halo.int32, key[r.x]) % bins] = halo.max(
+        m[halo.cast(halo.int32, key[r.x]) % bins], val[r.x])
+    m.gpu_tile(b, bo, bi, 8)
+    m.update(0).atomic().split(r.x, ro, ri, 64).gpu_blocks(ro).gpu_threads(ri)
+    return m, {key: _image((n,), np.int16, 0, 1000), val: _image((n,))}, (bins,)
+
+
+def narrow_atomic(n=300, bins=5):
+    """A 16-bit atomic update: compare-and-swap on the 32-bit word around it."""
+    b, bo, bi, ro, ri = halo.vars("b bo bi ro ri")
+    inp = halo.ImageParam(halo.int16, 1, "inp")
+    r = halo.RDom((0, n), name="r")
+    h = halo.Func("h")
+    h[b] = halo.cast(halo.int16, 0)
+    h[halo.cast(halo.int32, inp[r.x]) % bins] += inp[r.x]
+    h.gpu_tile(b, bo, bi, 8)
+    h.update(0).atomic().split(r.x, ro, ri, 32).gpu_blocks(ro).gpu_threads(ri)
+    return h, {inp: _image((n,), np.int16, -500, 500)}, (bins,)
+
+
+def rfactor_rows(shape=(13, 1000)):
+    """Row sums made parallel by rfactor: the intermediate over (row, lane) is one kernel,
+    the merge over the lanes another."""
+    y, yo, yi, u, uo, ui = halo.vars("y yo yi u uo ui")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, shape[1]), name="r")
+    total = halo.Func("total")
+    total[y] = 0.0
+    total[y] = total[y] + inp[y, r.x]
+    ro, ri = halo.vars("ro ri")
+    total.update(0).split(r.x, ro, ri, 32)
+    partial = total.update(0).rfactor(ri, u)
+    partial.compute_root().gpu_tile(y, u, yo, uo, yi, ui, 4, 32)
+    partial.update(0).gpu_tile(y, u, yo, uo, yi, ui, 4, 32)
+    total.gpu_tile(y, yo, yi, 8)
+    total.update(0).gpu_tile(y, yo, yi, 8)
+    return total, {inp: _image(shape)}, (shape[0],)
+
+
+PIPELINES.update({
+    "histogram": histogram,
+    "atomic_max_and_float_sum": atomic_max_and_float_sum,
+    "narrow_atomic": narrow_atomic,
+    "rfactor_rows": rfactor_rows,
+})

@@ -43,16 +43,17 @@ def test_torch_tensors_are_used_in_place(name):
     _check(result.cpu().numpy(), want, want.dtype)
 
 
-def test_cupy_views_with_strides_are_read_in_place():
+def test_cupy_views_with_row_strides_are_read_in_place():
     cupy = pytest.importorskip("cupy")
     out, inputs, shape = PIPELINES["blur_shared"]()
     (inp, array), = inputs.items()
-    wide = cupy.zeros((array.shape[0], array.shape[1] * 2), dtype=array.dtype)
-    wide[:, ::2] = cupy.asarray(array)
-    view = wide[:, ::2]  # a strided view: the kernel reads it through its strides
-    # a strided last dimension is fine on the device: strides are arguments
+    wide = cupy.zeros((array.shape[0], array.shape[1] + 9), dtype=array.dtype)
+    wide[:, 3:-6] = cupy.asarray(array)
+    view = wide[:, 3:-6]  # rows farther apart than their length, an offset start
     got = out.realize(shape, inputs={inp: view}, target="cuda")
     _check(got, halo.reference(out, shape, inputs=inputs), np.float32)
+    with pytest.raises(halo.InputError, match="last dimension is not contiguous"):
+        out.realize(shape, inputs={inp: wide[:, ::2]}, target="cuda")
 
 
 def test_wrong_dtype_of_a_device_array_is_refused_before_any_launch():
@@ -76,3 +77,34 @@ def test_target_reads_the_architecture_from_the_device():
     cuda.init()
     major, minor = cuda.Device(0).compute_capability()
     assert halo.Target("cuda").arch == f"sm_{major}{minor}"
+
+
+def test_an_nvcc_error_is_an_internal_error_that_shows_the_source():
+    from halo.backends.cuda.compiler import compile_cubin
+    source = 'extern "C" __global__ void broken(float* x) { x[0] = undefined_name; }\n'
+    with pytest.raises(halo.InternalError, match="undefined_name"):
+        compile_cubin(source, halo.Target("cuda").arch, strict_float=False)
+
+
+def test_cubins_come_from_the_disk_cache_the_second_time():
+    from halo.backends.cuda.compiler import compile_cubin
+    from halo.backends.llvm import object_cache
+    out, _, _ = PIPELINES["pointwise_1d"]()
+    source = out.compile(target="cuda").function.cuda_source
+    arch = halo.Target("cuda").arch
+    first = compile_cubin(source, arch, strict_float=False)
+    hits = object_cache.stats["hits"]
+    assert compile_cubin(source, arch, strict_float=False) == first
+    assert object_cache.stats["hits"] == hits + 1
+
+
+def test_intermediate_device_buffers_are_freed():
+    import pycuda.driver as cuda
+    out, inputs, shape = PIPELINES["two_kernels"]()
+    kernel = out.compile(target="cuda")
+    kernel(shape, **{k.name: v for k, v in inputs.items()})
+    free_before, _ = cuda.mem_get_info()
+    for _ in range(20):
+        kernel(shape, **{k.name: v for k, v in inputs.items()})
+    free_after, _ = cuda.mem_get_info()
+    assert free_after >= free_before - 2**20

@@ -143,10 +143,12 @@ class CNames:
 
 @dataclass(frozen=True)
 class KernelParam:
-    """A parameter of a kernel: a global buffer (pointer) or a scalar, by halo name."""
+    """A parameter of a kernel: a global buffer (pointer) or a scalar, by halo name.
+    A buffer the kernel only reads is `const`."""
     name: str
     type: Type
     is_buffer: bool
+    read_only: bool = False
 
 
 def kernel_source(name: str, loop: n.For, params: Sequence[KernelParam],
@@ -154,8 +156,10 @@ def kernel_source(name: str, loop: n.For, params: Sequence[KernelParam],
     """The `__global__` function `name` that runs the fused block-loop nest `loop`, whose
     block loops nest `block_axes` deep."""
     emitter = _Emitter(block, block_axes)
+    # Buffers are __restrict__: a pipeline's inputs and outputs are distinct arrays.
     signature = ", ".join(
-        f"{c_type(p.type)}* {emitter.names(p.name)}" if p.is_buffer
+        f"{'const ' if p.read_only else ''}{c_type(p.type)}* __restrict__ "
+        f"{emitter.names(p.name)}" if p.is_buffer
         else f"{c_type(p.type)} {emitter.names(p.name)}" for p in params)
     threads = block[0] * block[1] * block[2]
     emitter.kernel(loop)

@@ -98,7 +98,8 @@ def _kernel(name: str, loop: n.For) -> DeviceKernel:
             var_types.setdefault(x.name, x.type)
     # The block loops' mins and extents are evaluated in the kernel and on the host.
     scalars = sorted(free_vars(loop) - set(buffers))
-    params = (*(KernelParam(b, t, True) for b, t in sorted(buffers.items())),
+    written = {x.name for x in walk(loop) if isinstance(x, n.Store)}
+    params = (*(KernelParam(b, t, True, b not in written) for b, t in sorted(buffers.items())),
               *(KernelParam(s, var_types.get(s, int32), False) for s in scalars))
     grid = tuple(copies[0].extent for copies in reversed(depths))
     return DeviceKernel(name, loop, params, grid, block_shape(loop))
