@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import halo
-from apps import blur, histogram, matmul, softmax
+from apps import blur, conv_relu, histogram, matmul, softmax
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -29,7 +29,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--cases", default="blur,matmul,softmax,histogram")
+    parser.add_argument("--cases", default="blur,matmul,softmax,histogram,conv_relu")
     return parser.parse_args(argv)
 
 
@@ -211,6 +211,27 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         check = torch.bincount(flat, minlength=histogram.BINS).int()
         variants = {"torch.bincount": lambda: torch.bincount(flat, minlength=histogram.BINS)}
         moved, flops = image.numel(), None
+    elif name.startswith("conv_relu"):
+        batch = int(name.removeprefix("conv_relu_batch"))
+        torch.backends.cudnn.allow_tf32 = False
+        image = torch.randn(batch, 64, 56, 56, device=dev)
+        weights = torch.randn(64, 64, 3, 3, device=dev) * 0.1
+        bias = torch.randn(64, device=dev)
+        image_, weights_, bias_, relu, funcs = conv_relu.algorithm()
+        conv_relu.gpu_schedule(funcs)
+        start = time.perf_counter()
+        kernel = relu.compile(target="cuda")
+        out = torch.empty(batch, 64, 56, 56, device=dev)
+        call = lambda: kernel(out=out, image=image, weights=weights, bias=bias)  # noqa: E731
+        call()
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - start
+
+        def cudnn():
+            return torch.relu(torch.nn.functional.conv2d(image, weights, bias, padding=1))
+        check = cudnn()
+        variants = {"torch (cuDNN, TF32 off)": cudnn}
+        moved, flops = (image.numel() + out.numel()) * 4, 2 * batch * 64 * 64 * 9 * 56 * 56
     else:
         raise SystemExit(f"unknown case {name}")
     error = (out.double() - check.double()).abs().max().item()
@@ -254,7 +275,8 @@ def main(argv=None) -> int:
     triton = triton_kernels()
     rows = []
     for case in args.cases.split(","):
-        names = [f"matmul{n}" for n in (1024, 2048, 4096)] if case == "matmul" else [case]
+        names = [f"matmul{n}" for n in (1024, 2048, 4096)] if case == "matmul" else \
+            ["conv_relu_batch1", "conv_relu_batch32"] if case == "conv_relu" else [case]
         for name in names:
             rows.extend(run_case(name, torch, timer, triton))
     out = Path(args.out)

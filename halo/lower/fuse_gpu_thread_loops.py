@@ -29,7 +29,7 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
-from halo.ir.substitute import substitute, var_names
+from halo.ir.substitute import expand_lets
 from halo.ir.types import bool_, int32
 from halo.ir.visitor import IRMutator, walk
 from halo.lower.context import LowerContext
@@ -106,16 +106,6 @@ def _has_store(s: n.Stmt) -> bool:
     return any(isinstance(x, n.Store) for x in walk(s))
 
 
-def _expand(e: n.Expr, lets: dict[str, n.Expr]) -> n.Expr:
-    """`e` with the let-bound names in it replaced by their values, transitively."""
-    for _ in range(len(lets) + 1):
-        names = var_names(e) & lets.keys()
-        if not names:
-            break
-        e = substitute(e, {nm: lets[nm] for nm in names})
-    return e
-
-
 class _RegisterIndices(IRMutator):
     """Accesses to a thread's own buffers ("stack": registers) at indices that are
     constants once the lets around them are seen through (`acc[min_i * 4 + min_j -
@@ -139,7 +129,7 @@ class _RegisterIndices(IRMutator):
         return self.mutate_children(a)
 
     def _index(self, index: n.Expr) -> n.Expr:
-        folded = simplify(_expand(index, self.lets))
+        folded = simplify(expand_lets(index, self.lets))
         return folded if isinstance(folded, n.Const) else index
 
     def visit_Load(self, x: n.Load) -> n.Expr:
@@ -217,7 +207,7 @@ class _Fuse:
             case n.For(kind=n.ForKind.GPU_THREAD):
                 chain = _thread_chains(s)[0]
                 for axis, loop in enumerate(reversed(chain)):
-                    bound = constant_upper_bound(simplify(_expand(loop.extent, lets)))
+                    bound = constant_upper_bound(simplify(expand_lets(loop.extent, lets)))
                     if bound is None:
                         raise ScheduleError(
                             f"{self._label(loop.name)}: thread loop {loop.name} has extent "

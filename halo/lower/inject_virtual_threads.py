@@ -19,9 +19,10 @@ inside kernels), for GPU targets only.
 """
 from __future__ import annotations
 
+from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
 from halo.ir.nodes import const
-from halo.ir.substitute import free_vars, substitute
+from halo.ir.substitute import expand_lets, free_vars, substitute
 from halo.ir.visitor import IRMutator, rewrite
 from halo.lower.context import LowerContext
 
@@ -47,6 +48,7 @@ class _Push:
     def __init__(self, copies: int):
         self.copies = copies
         self.grown: dict[str, int] = {}  # buffers allocated inside: name -> size of a copy
+        self.lets: dict[str, n.Expr] = {}  # the lets passed, to see through extents
 
     def push(self, s: n.Stmt, subs: list[dict[str, n.Expr]], varying: set[str]) -> n.Stmt:
         """`s` for every copy; `subs[k]` gives copy k's values of the names in `varying`."""
@@ -56,10 +58,21 @@ class _Push:
             case n.For(name=name, min=lo, extent=extent, kind=kind, body=body) \
                     if not varies(lo, extent):
                 return n.For(name, lo, extent, kind, self.push(body, subs, varying))
+            case n.For(name=name, min=lo, extent=extent, kind=kind, body=body) \
+                    if self._same_extent(extent, subs) is not None:
+                # Each copy's loop starts elsewhere but runs as long: one loop from 0,
+                # each copy offset by its own start.
+                rebased = [{**sub, name: n.Add(n.Var(name), self._copy(lo, subs, k))}
+                           for k, sub in enumerate(subs)]
+                return n.For(name, const(0), self._same_extent(extent, subs), kind,
+                             self.push(body, rebased, varying | {name}))
             case n.LetStmt(name=name, value=value, body=body) if not varies(value):
+                self.lets[name] = value
                 return n.LetStmt(name, value, self.push(body, subs, varying))
             case n.LetStmt(name=name, value=value, body=body):
                 renamed = [f"{name}.v{k}" for k in range(self.copies)]
+                for k, new in enumerate(renamed):
+                    self.lets[new] = self._copy(value, subs, k)
                 inner = self.push(body, [{**sub, name: n.Var(new, value.type)}
                                          for sub, new in zip(subs, renamed, strict=True)],
                                   varying | {name})
@@ -80,6 +93,15 @@ class _Push:
                 return n.ProducerConsumer(name, self.push(produce, subs, varying),
                                           self.push(consume, subs, varying))
         return n.block(*(self._copy(s, subs, k) for k in range(self.copies)))
+
+    def _same_extent(self, extent: n.Expr, subs: list[dict[str, n.Expr]]) -> n.Const | None:
+        """The one constant every copy's `extent` is, seen through the lets, or None."""
+        values = {simplify(expand_lets(substitute(extent, sub), self.lets)) for sub in subs}
+        if len(values) == 1:
+            (value,) = values
+            if isinstance(value, n.Const):
+                return value
+        return None
 
     def _copy(self, node, subs: list[dict[str, n.Expr]], k: int):
         """Copy k of `node`: its varying names replaced, its accesses to buffers allocated

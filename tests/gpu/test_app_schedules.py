@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import halo
-from apps import blur, histogram, matmul, softmax
+from apps import blur, conv_relu, harris, histogram, matmul, softmax, unsharp
 
 RNG = np.random.default_rng(3)
 
@@ -48,3 +48,36 @@ def test_histogram(shape):
     np.testing.assert_array_equal(
         hist.realize((histogram.BINS,), inputs={image: data}, target="cuda"),
         halo.reference(hist, (histogram.BINS,), inputs={image: data}))
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 1), (3, 19, 45)])
+def test_unsharp(shape):
+    image, out, funcs = unsharp.algorithm()
+    unsharp.gpu_schedule(funcs)
+    data = RNG.random(shape, dtype=np.float32) + 0.1
+    np.testing.assert_allclose(out.realize(shape, inputs={image: data}, target="cuda"),
+                               halo.reference(out, shape, inputs={image: data}), rtol=1e-4,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 1), (3, 21, 50)])
+def test_harris(shape):
+    image, out, funcs = harris.algorithm()
+    harris.gpu_schedule(funcs)
+    data = RNG.random(shape, dtype=np.float32)
+    size = shape[1:]
+    np.testing.assert_allclose(out.realize(size, inputs={image: data}, target="cuda"),
+                               halo.reference(out, size, inputs={image: data}), rtol=1e-3,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize(("batch", "ci", "co", "h", "w"), [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33)])
+def test_conv_relu(batch, ci, co, h, w):
+    image, weights, bias, relu, funcs = conv_relu.algorithm()
+    conv_relu.gpu_schedule(funcs)
+    inputs = {image: RNG.standard_normal((batch, ci, h, w)).astype(np.float32),
+              weights: RNG.standard_normal((co, ci, 3, 3)).astype(np.float32),
+              bias: RNG.standard_normal(co).astype(np.float32)}
+    shape = (batch, co, h, w)
+    np.testing.assert_allclose(relu.realize(shape, inputs=inputs, target="cuda"),
+                               halo.reference(relu, shape, inputs=inputs), rtol=1e-4, atol=1e-5)
