@@ -195,6 +195,12 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         compile_s = time.perf_counter() - start
         check = torch.softmax(x, dim=1)
         variants = {"torch eager": lambda: torch.softmax(x, dim=1)}
+        for partials in (32, 256):
+            other, _ = _halo(softmax, lambda f: f["softmax"],
+                             lambda f, p=partials: softmax.gpu_schedule(f, partials=p))
+            y3 = torch.empty_like(x)
+            variants[f"halo, {partials} partial results a row"] = bound_pipeline(
+                other, lambda o=other, y=y3: o(out=y, x=x))
         if triton is not None:
             y2 = torch.empty_like(x)
             variants["triton"] = lambda: triton[1](x, y2)

@@ -142,6 +142,20 @@ def unrolled_vthread(shape=(19, 70)):
     return out, {inp: _image(shape)}, shape
 
 
+def params_and_halves(n=77):
+    """Scalar arguments (Params) and float16 arithmetic, math and casts."""
+    x, xo, xi = halo.vars("x xo xi")
+    h = halo.ImageParam(halo.float16, 1, "h")
+    gain = halo.Param(halo.float32, "gain", 1.5)
+    shift = halo.Param(halo.int32, "shift", -3)
+    out = halo.Func("out")
+    wide = halo.cast(halo.float32, h[x])
+    out[x] = halo.cast(halo.float16, halo.sqrt(halo.abs(wide)) * gain + halo.cast(
+        halo.float32, x + shift)) + h[x] * h[x] - halo.min(h[x], halo.cast(halo.float16, 0.5))
+    out.gpu_tile(x, xo, xi, 32)
+    return out, {h: _image((n,), np.float16)}, (n,)
+
+
 PIPELINES = {
     "pointwise_1d": pointwise_1d,
     "round_up_producer": round_up_producer,
@@ -156,6 +170,7 @@ PIPELINES = {
     "matmul_shared": matmul_shared,
     "block_level": block_level,
     "unrolled_vthread": unrolled_vthread,
+    "params_and_halves": params_and_halves,
 }
 
 

@@ -16,7 +16,9 @@ PIPELINES = gpu_pipelines.PIPELINES
 
 
 def _check(got, want, dtype):
-    if np.dtype(dtype).kind == "f":
+    if np.dtype(dtype) == np.float16:  # a fused multiply-add rounds once where NumPy twice
+        np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3)
+    elif np.dtype(dtype).kind == "f":
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     else:
         np.testing.assert_array_equal(got, want)
