@@ -156,6 +156,17 @@ def params_and_halves(n=77):
     return out, {h: _image((n,), np.float16)}, (n,)
 
 
+def specialized(n=300):
+    """A specialization picks its own GPU tiling at run time (a branch in the host code)."""
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    out = halo.Func("out")
+    out[x] = inp[x] * 3 - 1
+    out.specialize(inp.shape[0] > 200).gpu_tile(x, xo, xi, 128)
+    out.gpu_tile(x, xo, xi, 32)
+    return out, {inp: _image((n,))}, (n,)
+
+
 PIPELINES = {
     "pointwise_1d": pointwise_1d,
     "round_up_producer": round_up_producer,
@@ -171,6 +182,8 @@ PIPELINES = {
     "block_level": block_level,
     "unrolled_vthread": unrolled_vthread,
     "params_and_halves": params_and_halves,
+    "specialized": specialized,
+    "specialized_small": lambda: specialized(50),
 }
 
 

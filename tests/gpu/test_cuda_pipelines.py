@@ -58,6 +58,20 @@ def test_cupy_views_with_row_strides_are_read_in_place():
         out.realize(shape, inputs={inp: wide[:, ::2]}, target="cuda")
 
 
+def test_a_pipeline_of_two_outputs_runs_a_kernel_for_each():
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    a, b = halo.Func("a"), halo.Func("b")
+    a[x] = inp[x] * 2
+    b[x] = inp[x] + 1
+    a.gpu_tile(x, xo, xi, 32)
+    b.gpu_tile(x, xo, xi, 64)
+    data = np.arange(101, dtype=np.float32)
+    got_a, got_b = halo.Pipeline([a, b]).realize((101,), inputs={inp: data}, target="cuda")
+    np.testing.assert_array_equal(got_a, data * 2)
+    np.testing.assert_array_equal(got_b, data + 1)
+
+
 def test_wrong_dtype_of_a_device_array_is_refused_before_any_launch():
     torch = pytest.importorskip("torch")
     out, inputs, shape = PIPELINES["pointwise_1d"]()
