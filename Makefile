@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 
-.PHONY: venv demo test lint bench
+.PHONY: venv demo test lint bench bench-gpu
 
 venv: $(VENV)/.installed
 
@@ -18,6 +18,11 @@ demo: venv
 
 # `make bench BENCH_ARGS="--apps blur,matmul --repeats 3"` passes options through.
 BENCH_ARGS ?=
+
+# The GPU benchmark (benchmarks/gpu.py): needs an NVIDIA GPU, PyTorch and PyCUDA (Triton if
+# installed); `make bench-gpu BENCH_ARGS="--cases blur,softmax"`.
+bench-gpu: $(VENV)/.installed
+	$(VENV_PYTHON) -m benchmarks.gpu $(BENCH_ARGS)
 
 bench: $(VENV)/.bench-installed
 	$(VENV_PYTHON) -m benchmarks.run $(BENCH_ARGS)

@@ -34,6 +34,18 @@ def schedule(funcs) -> None:
     blur_x.compute_at(blur_y, xo).vectorize(x, 8)
 
 
+def gpu_schedule(funcs) -> None:
+    """For target 'cuda': blocks of 32 rows x 64 columns, each thread 4 rows of one
+    column (8 x 64 threads); blur_x per block in shared memory, filled by the same
+    threads."""
+    y, x, yo, xo, yi, xi, yii = halo.vars("y x yo xo yi xi yii")
+    blur_y, blur_x = funcs["blur_y"], funcs["blur_x"]
+    blur_y.tile(y, x, yo, xo, yi, xi, 32, 64).split(yi, yi, yii, 4)
+    blur_y.reorder(yo, xo, yi, xi, yii).gpu_blocks(yo, xo).gpu_threads(yi, xi).unroll(yii)
+    blur_x.compute_at(blur_y, xo).store_in("shared").split(y, y, yii, 5)
+    blur_x.reorder(y, x, yii).gpu_threads(y, x).unroll(yii)
+
+
 def numpy_blur(image: np.ndarray) -> np.ndarray:
     p = np.pad(image, 1, mode="edge")
     bx = (p[:, :-2] + p[:, 1:-1] + p[:, 2:]) * ONE_THIRD

@@ -71,6 +71,19 @@ def schedule(funcs) -> None:
     padded.compute_root().parallel(padded.args[1]).vectorize(padded.args[3], vector())
 
 
+def gpu_schedule(funcs) -> None:
+    """For target 'cuda': a block per image, 4 output channels and 8 x 32 pixels; each
+    thread accumulates its 4 channels of one pixel in registers (conv computed inside the
+    thread loops, its channels unrolled), reading the image and weights through L1."""
+    n, co, y, x, coo, coi, yo, yi, xo, xi, t = halo.vars("n co y x coo coi yo yi xo xi t")
+    relu, conv, r = funcs["relu"], funcs["conv"], funcs["r"]
+    relu.split(co, coo, coi, 4).tile(y, x, yo, xo, yi, xi, 8, 32)
+    relu.reorder(n, coo, yo, xo, yi, xi, coi).fuse(yo, xo, t)
+    relu.gpu_blocks(n, coo, t).gpu_threads(yi, xi).unroll(coi)
+    conv.compute_at(relu, xi).unroll(co)
+    conv.update(0).reorder(n, r.x, r.y, r.z, co, y, x).unroll(co)
+
+
 def numpy_conv_relu(image: np.ndarray, weights: np.ndarray, bias: np.ndarray) -> np.ndarray:
     """im2col + one matrix multiply per image: out[co, y*x] = W[co, ci*9] @ cols[ci*9, y*x]."""
     batch, channels, height, width = image.shape

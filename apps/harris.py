@@ -92,6 +92,16 @@ def schedule(funcs) -> None:
         funcs[name].store_at(output, yo).compute_at(output, yi).vectorize(x, vector())
 
 
+def gpu_schedule(funcs) -> None:
+    """For target 'cuda': blocks of 8 x 32 threads; gray, Ix and Iy per block in shared
+    memory (filled by the block's threads), the structure tensor and response inline."""
+    y, x, yo, xo, yi, xi = halo.vars("y x yo xo yi xi")
+    output = funcs["output"]
+    output.gpu_tile(y, x, yo, xo, yi, xi, 8, 32)
+    for name in ("gray", "Ix", "Iy"):
+        funcs[name].compute_at(output, xo).store_in("shared").gpu_threads(y, x)
+
+
 def numpy_harris(image: np.ndarray) -> np.ndarray:
     gray = luma(lambda c: image[c])
 

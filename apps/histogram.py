@@ -47,6 +47,22 @@ def schedule(funcs) -> None:
     hist.update(0).reorder(ro, b).vectorize(b, 8)
 
 
+def gpu_schedule(funcs) -> None:
+    """For target 'cuda': each block of 16 rows counts into a histogram of its own in
+    shared memory (rfactor over blocks of rows; shared atomics from its 256 threads across
+    the columns), then adds it into the result (one global atomicAdd per bin and block)."""
+    b, bo, bi, u, ro, ri, co, ci = halo.vars("b bo bi u ro ri co ci")
+    hist, r = funcs["hist"], funcs["r"]
+    hist.gpu_tile(b, bo, bi, 256)
+    hist.update(0).split(r.x, ro, ri, 16)
+    partial = hist.update(0).rfactor(ro, u)
+    hist.update(0).atomic().split(b, bo, bi, 256).reorder(ro, bo, bi)
+    hist.update(0).gpu_blocks(ro).gpu_threads(bi)
+    partial.compute_at(hist.update(0), ro).bound(b, 0, BINS).gpu_threads(b)
+    partial.update(0).atomic().split(r.y, co, ci, 256).reorder(co, ci, ri)
+    partial.update(0).gpu_threads(ci)
+
+
 def numpy_histogram(image: np.ndarray) -> np.ndarray:
     return np.bincount(image.ravel(), minlength=BINS).astype(np.int32)
 

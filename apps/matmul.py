@@ -56,6 +56,38 @@ def schedule(funcs) -> None:
     C_local.update(0).reorder(k.x, i, j).vectorize(j, lanes).unroll(j).unroll(i)
 
 
+def gpu_schedule(funcs, register_tile: int = 4) -> None:
+    """For target 'cuda': 64 x 64 tiles of C per block of 16 x 16 threads; each thread
+    accumulates a 4 x 4 register tile (a `cache_write("local")` stage computed inside the
+    thread loops, its loops unrolled so every access is at a constant offset), k
+    outermost in its update."""
+    i, j = halo.vars("i j")
+    io, jo, ii, ji, iv, jv, ty, tx = halo.vars("io jo ii ji iv jv ty tx")
+    C, k = funcs["C"], funcs["k"]
+    tile = 16 * register_tile
+    C_local = C.cache_write("local")
+    C.tile(i, j, io, jo, ii, ji, tile, tile)
+    C.split(ii, ty, iv, register_tile).split(ji, tx, jv, register_tile)
+    C.reorder(io, jo, ty, tx, iv, jv).gpu_blocks(io, jo).gpu_threads(ty, tx)
+    C.unroll(iv).unroll(jv)
+    C_local.compute_at(C, tx).unroll(i).unroll(j)
+    C_local.update(0).reorder(k.x, i, j).unroll(i).unroll(j)
+
+
+def gpu_schedule_vthread(funcs) -> None:
+    """The same tiles, each thread's 4 x 4 points strided by 16 (virtual threads), so a
+    warp's loads of B and stores of C are unit-stride."""
+    i, j = halo.vars("i j")
+    io, jo, ii, ji, vi, vj, ty, tx = halo.vars("io jo ii ji vi vj ty tx")
+    C, k = funcs["C"], funcs["k"]
+    C_local = C.cache_write("local")
+    C.tile(i, j, io, jo, ii, ji, 64, 64).split(ii, vi, ty, 16).split(ji, vj, tx, 16)
+    C.reorder(io, jo, vi, vj, ty, tx)
+    C.gpu_blocks(io, jo).vthread(vi).vthread(vj).gpu_threads(ty, tx)
+    C_local.compute_at(C, tx)
+    C_local.update(0).reorder(k.x, i, j)
+
+
 def main(n: int = 512, repeats: int = 3) -> dict:
     rng = np.random.default_rng(0)
     inputs = {"A": rng.random((n, n), dtype=np.float32),

@@ -65,6 +65,23 @@ def schedule(funcs) -> None:
         partial.update(0).reorder(ro, u).vectorize(u)
 
 
+def gpu_schedule(funcs, partials: int = 64) -> None:
+    """For target 'cuda': one row per block of 256 threads; e inline (exp is cheap next
+    to a trip to memory); each reduction through rfactor: `partials` threads reduce
+    interleaved columns (coalesced), four loads in flight each, into shared memory, and
+    the block's first thread merges them."""
+    i, j, jo, ji, u, ro, ri, roo, roi = halo.vars("i j jo ji u ro ri roo roi")
+    out = funcs["softmax"]
+    out.split(j, jo, ji, 256).reorder(i, jo, ji).gpu_blocks(i).gpu_threads(ji)
+    for name in ("row_max", "row_sum"):
+        reduction = funcs[name]
+        reduction.compute_at(out, i)
+        reduction.update(0).split(funcs["r"].x, ro, ri, partials)
+        partial = reduction.update(0).rfactor(ri, u)
+        partial.compute_at(out, i).gpu_threads(u)
+        partial.update(0).reorder(u, ro).split(ro, roo, roi, 4).gpu_threads(u).unroll(roi)
+
+
 def numpy_softmax(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=1, keepdims=True))
     return e / e.sum(axis=1, keepdims=True)

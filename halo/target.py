@@ -9,6 +9,7 @@ imported for them.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from enum import Enum
 from functools import cache
@@ -77,6 +78,46 @@ def default_num_threads() -> int:
     return int(setting)
 
 
+_ARCH = re.compile(r"sm_(\d)(\d)a?")
+# The oldest architecture the CUDA backend generates code for (Volta: independent thread
+# scheduling, 64-bit atomicAdd on doubles, 96 KB shared memory).
+MIN_CUDA_ARCH = 70
+
+
+def _checked_arch(arch: object) -> str:
+    """`arch` ("sm_90"), or the compute capability of the current CUDA device when None."""
+    if arch is None:
+        arch = cuda_device_arch()
+    if not isinstance(arch, str) or not _ARCH.fullmatch(arch) or \
+            int(arch[3:5]) < MIN_CUDA_ARCH:
+        raise HaloError(f"Target('cuda', arch={arch!r}): arch names an NVIDIA GPU "
+                        f"architecture as 'sm_XY' with XY at least {MIN_CUDA_ARCH} (such as "
+                        "'sm_80' or 'sm_90'), or is None to read it from the GPU")
+    return arch
+
+
+@cache
+def cuda_device_arch() -> str:
+    """The architecture ("sm_90") of CUDA device 0, read through PyCUDA (once per
+    process). Without PyCUDA or a device, a HaloError that says to name the arch."""
+    try:
+        # PyCUDA is optional (the halo[cuda] extra): imported only when a GPU is asked for.
+        import pycuda.driver as cuda
+    except ImportError:
+        raise HaloError("Target('cuda') reads the GPU's architecture through PyCUDA, which "
+                        "is not installed (pip install 'halo[cuda]'); to generate CUDA code "
+                        "without a GPU, name the architecture: Target('cuda', "
+                        "arch='sm_90')") from None
+    try:
+        cuda.init()
+        major, minor = cuda.Device(0).compute_capability()
+    except cuda.Error as e:
+        raise HaloError(f"Target('cuda'): no CUDA device could be opened ({e}); to generate "
+                        "CUDA code without a GPU, name the architecture: Target('cuda', "
+                        "arch='sm_90')") from None
+    return f"sm_{major}{minor}"
+
+
 @dataclass(frozen=True)
 class Target:
     """Where code runs: `"host"` (the CPU, through LLVM) or `"cuda"`.
@@ -102,11 +143,14 @@ class Target:
         except ValueError:
             raise HaloError(f"unknown target {self.kind!r}; use 'host' or 'cuda'") from None
         if self.kind is TargetKind.CUDA:
-            raise HaloError("the 'cuda' target is not available in this version of halo; "
-                            "use target='host'")
-        if self.arch is not None:
+            object.__setattr__(self, "arch", _checked_arch(self.arch))
+        elif self.arch is not None:
             raise HaloError(f"Target({self.kind.value!r}, arch={self.arch!r}): arch is for "
                             "GPU targets; the host's CPU is read from the machine")
+        if self.kind is TargetKind.CUDA and self.count_stores:
+            raise HaloError("Target('cuda', count_stores=True): counting stores runs every "
+                            "loop serially, which only the host target does; count them "
+                            "with Target('host', count_stores=True)")
         problem = None if self.threads is None else _thread_count_problem(self.threads)
         if problem is not None:
             raise HaloError(f"Target(threads={self.threads!r}): threads must be a positive "

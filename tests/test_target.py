@@ -1,6 +1,7 @@
 """The Target value: kinds, options, and the host facts it reads without a backend."""
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import numpy as np
@@ -36,7 +37,6 @@ def test_kind_is_an_enum_given_as_a_string():
 
 @pytest.mark.parametrize(("args", "message"), [
     (("gpu",), "unknown target 'gpu'"),
-    (("cuda",), "'cuda' target is not available"),
     (("host",), None),
 ])
 def test_unknown_and_unavailable_kinds_are_refused(args, message):
@@ -45,6 +45,24 @@ def test_unknown_and_unavailable_kinds_are_refused(args, message):
         return
     with pytest.raises(halo.HaloError, match=message):
         Target(*args)
+
+
+def test_cuda_targets_name_their_architecture():
+    """Target('cuda', arch=...) generates code without a GPU; arch is checked."""
+    assert Target("cuda", arch="sm_90").arch == "sm_90"
+    assert Target("cuda", arch="sm_80") != Target("cuda", arch="sm_90")
+    for arch in ("sm_60", "compute_90", "90", 90):
+        with pytest.raises(halo.HaloError, match="arch names an NVIDIA GPU architecture"):
+            Target("cuda", arch=arch)
+    with pytest.raises(halo.HaloError, match="counting stores"):
+        Target("cuda", arch="sm_90", count_stores=True)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("pycuda") is not None,
+                    reason="PyCUDA is installed: Target('cuda') reads the GPU")
+def test_cuda_without_pycuda_says_to_name_the_architecture():
+    with pytest.raises(halo.HaloError, match="arch='sm_90'"):
+        Target("cuda")
 
 
 def test_arch_is_for_gpu_targets_only():

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from halo.backends import llvm
+from halo.backends import cuda, llvm
 from halo.backends.arguments import Argument, arguments_of
 from halo.lower.pipeline import Lowered
 from halo.lru_cache import LRUCache
@@ -28,7 +28,7 @@ class CompiledPipeline(Protocol):
     def __call__(self, *values: object) -> None: ...
 
     def source(self) -> str:
-        """The code the backend generated (LLVM IR for the host)."""
+        """The code the backend generated (LLVM IR for the host, CUDA C for cuda)."""
         ...
 
 
@@ -49,9 +49,15 @@ def _compile_host(lowered: Lowered, args: Sequence[Argument], target: Target) ->
                                  strict_float=target.strict_float)
 
 
+def _compile_cuda(lowered: Lowered, args: Sequence[Argument], target: Target) -> CompiledPipeline:
+    return cuda.compile_pipeline("halo_pipeline", lowered.stmt, args, target.arch,
+                                 strict_float=target.strict_float)
+
+
 _BACKENDS: dict[TargetKind, Callable[[Lowered, Sequence[Argument], Target],
                                      CompiledPipeline]] = {
     TargetKind.HOST: _compile_host,
+    TargetKind.CUDA: _compile_cuda,
 }
 
 

@@ -305,8 +305,10 @@ class Store(Stmt):
 @dataclass(frozen=True, slots=True)
 class Allocate(Stmt):
     """A flat buffer of `size` elements of `type`, live while `body` runs.
-    `scope` is "heap" or "stack"; a "stack" buffer whose size is not a constant is known
-    only when it runs, and the backend may put it on the heap when it is large."""
+    `scope` is "heap" or "stack" (on a GPU: device memory outside the kernels, a thread's
+    registers inside them), or "shared" (the shared memory of a GPU block). On the host, a
+    "stack" buffer whose size is not a constant is known only when it runs, and the backend
+    may put it on the heap when it is large."""
     name: str
     type: Type
     size: Expr

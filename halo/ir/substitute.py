@@ -63,3 +63,13 @@ def free_vars(node: Node) -> set[str]:
 
     visit(node, frozenset())
     return free
+
+
+def expand_lets(e: n.Expr, lets: dict[str, n.Expr]) -> n.Expr:
+    """`e` with the let-bound names in it replaced by their values (`lets`), transitively."""
+    for _ in range(len(lets) + 1):
+        names = var_names(e) & lets.keys()
+        if not names:
+            break
+        e = substitute(e, {nm: lets[nm] for nm in names})
+    return e

@@ -129,6 +129,8 @@ def bind(env: Environment, inputs: dict | None, **named) -> tuple[dict[str, np.n
 
 
 def _check_array(inp: ImageParam | Buffer, value: object) -> np.ndarray:
+    if hasattr(value, "__cuda_array_interface__"):  # a GPU array (PyTorch, CuPy, PyCUDA)
+        return _check_device_array(inp, value)
     if not isinstance(value, np.ndarray):
         raise InputError(f"input {inp.name} must be a NumPy array, got {type(value).__name__}")
     if isinstance(value, np.ma.MaskedArray):
@@ -139,4 +141,18 @@ def _check_array(inp: ImageParam | Buffer, value: object) -> np.ndarray:
     if value.ndim != inp.ndim:
         raise InputError(f"input {inp.name} has {value.ndim} dimension(s), shape "
                          f"{value.shape}, but the pipeline expects {inp.ndim}")
+    return value
+
+
+def _check_device_array(inp: ImageParam | Buffer, value: object):
+    """A GPU array's dtype and rank, from its `__cuda_array_interface__`; it is passed
+    on unchanged (only a pipeline for target 'cuda' takes it)."""
+    interface = value.__cuda_array_interface__
+    dtype, shape = np.dtype(interface["typestr"]), tuple(interface["shape"])
+    if dtype != inp.dtype.numpy:
+        raise InputError(f"input {inp.name} is a GPU array of dtype {dtype} but the pipeline "
+                         f"expects {inp.dtype}; convert it on the device first")
+    if len(shape) != inp.ndim:
+        raise InputError(f"input {inp.name} is a GPU array of {len(shape)} dimension(s), "
+                         f"shape {shape}, but the pipeline expects {inp.ndim}")
     return value

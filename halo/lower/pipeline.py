@@ -22,6 +22,9 @@ from halo.lang.environment import Environment
 from halo.lower.bounds_inference import RegionCheck, bounds_inference
 from halo.lower.context import LowerContext
 from halo.lower.count_stores import count_stores, store_count_names
+from halo.lower.fuse_gpu_thread_loops import fuse_gpu_thread_loops
+from halo.lower.gpu_levels import gpu_levels
+from halo.lower.inject_virtual_threads import inject_virtual_threads
 from halo.lower.partition_loops import partition_loops
 from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
@@ -31,7 +34,7 @@ from halo.lower.storage_folding import storage_folding
 from halo.lower.tensorize import tensorize
 from halo.lower.unroll_loops import unroll_loops
 from halo.lower.vectorize_loops import vectorize_loops
-from halo.target import Target
+from halo.target import Target, TargetKind
 
 Pass = Callable[[n.Stmt | None, LowerContext], n.Stmt | None]
 
@@ -42,6 +45,7 @@ def _simplify(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 
 def passes(target: Target) -> list[tuple[str, Pass]]:
     """The passes that lower a pipeline for `target`, in order."""
+    gpu = target.kind is TargetKind.CUDA
     return [
         # Decides where each Func is computed and stored (ctx.compute_levels), before any
         # loop exists; it builds no IR.
@@ -62,8 +66,16 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         # call touches), and after simplification, so their extents are constants; before
         # flattening, so accesses have coordinates to compare with the spec's.
         ("tensorize", tensorize),
+        # GPU only: checks that every stage runs in a kernel and picks each Realize's memory
+        # by its level (host, block, thread); before flattening, which sizes shared and
+        # local buffers by constant bounds.
+        *([("gpu_levels", gpu_levels)] if gpu else []),
         # Needs bounds-inference lets for the allocation sizes.
         ("storage_flattening", storage_flattening),
+        # GPU only: vthread loops as interleaved copies inside the threads; needs flat
+        # buffers of constant size (each copy gets its part); before partitioning and
+        # unrolling, which then see the copies.
+        *([("inject_virtual_threads", inject_virtual_threads)] if gpu else []),
         # Only for Target(count_stores=True). Counts flat Stores, and serializes loops
         # before unrolling and vectorization see them; after every pass that decides what
         # is computed (sliding_window).
@@ -78,10 +90,14 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         ("unroll_loops", unroll_loops),
         ("simplify", _simplify),
         # Needs constant loop extents and flat indices (ramps of stride 1 are dense
-        # accesses).
-        ("vectorize_loops", vectorize_loops),
+        # accesses). Host only: the CUDA backend emits a vectorized loop as an unrolled
+        # one, each thread's lanes in registers.
+        *([("vectorize_loops", vectorize_loops)] if not gpu else []),
         # Folds the strides the vectorizer builds (1 * 2 -> 2), so dense ones are literal 1s.
         ("simplify", _simplify),
+        # GPU only, last: the simplifier would drop its barriers (pure calls evaluated for
+        # nothing); needs flat, constant-size shared buffers.
+        *([("fuse_gpu_thread_loops", fuse_gpu_thread_loops)] if gpu else []),
     ]
 
 

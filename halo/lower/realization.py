@@ -134,7 +134,7 @@ def _check_loop_records(f, target: Target) -> None:
         variants = [(label, stage), *((f"{label}.specialize({condition_text(s.condition.node)})",
                                       s.schedule) for s in stage.specializations)]
         for where, sched in variants:
-            problem = nesting_problem(sched.dims)
+            problem = nesting_problem(sched.dims, sched.atomic or sched.allow_races)
             if problem is not None:
                 raise ScheduleError(f"{where}: {problem}. The loops of {where} are, outermost "
                                     f"first: {', '.join(sched.dim_names())}")

@@ -14,7 +14,9 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     the heap. A stack buffer is sized by a constant upper bound of each extent where one
     exists (a tile's region is at most the tile), else by the extent itself: an
     `Allocate` in "stack" of a size known only when it runs, which the backend puts on
-    the stack when it is small and on the heap when it isn't (as Halide does).
+    the stack when it is small and on the heap when it isn't (as Halide does). On a GPU
+    target, "stack" means a thread's registers and "shared" (a GPU block's shared memory,
+    which `gpu_levels` chose) keeps its scope; both need a constant upper bound.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from halo.ir.printer import expr_to_str
 from halo.ir.substitute import substitute, var_names
 from halo.ir.visitor import IRMutator
 from halo.lower.context import LowerContext
+from halo.target import TargetKind
 
 _STACK_BYTES = 16 * 1024  # small constant-size buffers live on the stack, in registers if tiny
 
@@ -129,8 +132,9 @@ class _Flatten(IRMutator):
 
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         extents = [simplify(ext) for _, ext in r.bounds]
-        if r.scope in ("stack", "local"):
-            extents = [self._stack_extent(ext) for ext in extents]
+        shared = r.scope == "shared" and self.ctx.target.kind is TargetKind.CUDA
+        if r.scope in ("stack", "local") or shared:
+            extents = [self._stack_extent(r, i, ext) for i, ext in enumerate(extents)]
         # strides[i] is the product of the extents after i; strides[-1] is the size.
         strides: list[n.Expr] = [const(1)]
         for i in reversed(range(len(r.bounds))):
@@ -141,8 +145,8 @@ class _Flatten(IRMutator):
         self.strides[r.name] = tuple(strides)
         body = self.mutate(r.body)
         small = isinstance(size, n.Const) and size.value * r.type.bytes <= _STACK_BYTES
-        scope = "stack" if r.scope in ("stack", "local") or (r.scope == "auto" and small) \
-            else "heap"
+        scope = "shared" if shared else "stack" \
+            if r.scope in ("stack", "local") or (r.scope == "auto" and small) else "heap"
         return n.Allocate(r.name, r.type, size, body, scope)
 
     def _check_constant_factors(self, r: n.Realize, extents: list[n.Expr]) -> None:
@@ -161,10 +165,11 @@ class _Flatten(IRMutator):
                 f"most halo allocates with constant sizes; compute {r.name} at an inner loop "
                 f"level (compute_at) so it stores a smaller region")
 
-    def _stack_extent(self, extent: n.Expr) -> n.Expr:
+    def _stack_extent(self, r: n.Realize, i: int, extent: n.Expr) -> n.Expr:
         """A stack buffer is sized by a constant upper bound of each extent (a tile's
-        region is at most the tile, even where the edge of the image clips it), else by
-        the extent itself (its size is then known only when it runs)."""
+        region is at most the tile, even where the edge of the image clips it), else on
+        the host by the extent itself (its size is then known only when it runs); GPU
+        registers and shared memory need the constant."""
         if isinstance(extent, n.Const):
             return extent
         expanded = simplify(_expand(extent, self.lets))
@@ -174,4 +179,15 @@ class _Flatten(IRMutator):
             # loop's index, e.g. the extent x_i - 1 of a region clipped by a shifted tail)
             upper = bounds_of_expr(expanded, self.loops).max
             bound = None if upper is None else constant_upper_bound(upper)
-        return extent if bound is None else const(max(bound, 0))
+        if bound is not None:
+            return const(max(bound, 0))
+        if self.ctx.target.kind is not TargetKind.CUDA:
+            return extent
+        f = self.ctx.env.funcs[r.name]
+        dim = f.args[i].name if i < len(f.args) else str(i)
+        raise ScheduleError(
+            f"{r.name}.store_in({r.scope!r}): a {r.scope} buffer on the GPU needs a constant "
+            f"size, but dimension {i} ({dim}) has extent {expr_to_str(expanded)}, which halo "
+            f"can't bound by a constant; give it one with {r.name}.bound({dim}, min, "
+            f"extent), or compute {r.name} at a loop level where that dimension's "
+            "region is a constant-size tile (compute_at inside a split loop)")

@@ -14,16 +14,22 @@ import numpy as np
 
 from halo import backends
 from halo.errors import InputError
-from halo.ir.types import int32
+from halo.ir.types import Type, int32
 from halo.ir.values import checked_origin, checked_region, checked_scalar, checked_shape
 from halo.lang.environment import Environment, bind
-from halo.lang.func import Func
 from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
 from halo.lower.pipeline import Lowered
+from halo.runtime.device_arrays import (
+    DeviceArray,
+    DeviceCall,
+    check_size,
+    device_array,
+    is_device_array,
+)
 from halo.runtime.host_checks import compile_checks
-from halo.target import Target
+from halo.target import Target, TargetKind
 
 
 class Kernel:
@@ -34,6 +40,8 @@ class Kernel:
         self.lowered = lowered
         self.target = target
         self.output_names = [f.name for f in lowered.env.outputs]
+        # Each output's type, found once (a Func's type is read off its definition).
+        self._output_types = [f.type for f in lowered.env.outputs]
         self._checks = compile_checks(lowered.checks)
         self.function = backends.compile(lowered, target)
         self.buffer_names = [a.name for a in self.function.args if a.kind == "buffer"]
@@ -56,7 +64,7 @@ class Kernel:
         return kernel
 
     def source(self) -> str:
-        """The code the backend generated (LLVM IR for the host)."""
+        """The code the backend generated (LLVM IR for the host, CUDA C for cuda)."""
         return self.function.source()
 
     def __call__(self, shape=None, out=None, origin=None, **inputs):
@@ -67,16 +75,28 @@ class Kernel:
         """The outputs of one call: inputs by object (`inputs`) or by name (`named`)."""
         env = self.lowered.env
         arrays, scalars = bind(env, inputs, **named)
+        on_gpu = self.target.kind is TargetKind.CUDA
+        arrays = {name: _on_target(a, f"input {name}", on_gpu) for name, a in arrays.items()}
         for name, a in arrays.items():  # before _addressable copies a view halo can't index
             for i, extent in enumerate(a.shape):
                 checked_scalar(int32, extent, self._describe_scalar(f"{name}.extent.{i}"))
-        arrays = {name: _addressable(a) for name, a in arrays.items()}
+        arrays = {name: a if isinstance(a, DeviceArray) else
+                  np.ascontiguousarray(a) if on_gpu else _addressable(a)
+                  for name, a in arrays.items()}
         outs = self._outputs(shape, out)
+        # What the code writes: the outputs, or (GPU) device views and contiguous stand-ins
+        written = [_on_target(o, f"out= for {f}", on_gpu) for f, o in
+                   zip(self.output_names, outs, strict=True)]
+        if on_gpu:
+            written = [w if isinstance(w, DeviceArray) or w.flags.c_contiguous
+                       else np.empty(w.shape, w.dtype) for w in written]
+            for name, a in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
+                check_size(a, f"array {name}")
         call = f"{self.output_names[0]}.realize(...)"
-        origin = checked_origin(origin, outs[0].ndim, call)
-        checked_region(origin, outs[0].shape, call)
+        origin = checked_origin(origin, written[0].ndim, call)
+        checked_region(origin, written[0].shape, call)
         values: dict[str, object] = dict(scalars)
-        for name, arr in [*arrays.items(), *zip(self.output_names, outs, strict=True)]:
+        for name, arr in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
             for i in range(arr.ndim):
                 values[f"{name}.extent.{i}"] = arr.shape[i]
                 values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
@@ -85,12 +105,31 @@ class Kernel:
             values[name] = checked_scalar(t, values[name], description)
         self._check_regions(values)
         counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
+        scalar_values = [values[s] for s in self.scalar_names]
+        if on_gpu:
+            self._run_on_gpu(arrays, written, scalar_values)
+            for o, w in zip(outs, written, strict=True):
+                if o is not w and isinstance(o, np.ndarray):
+                    o[...] = w
+            return outs
         buffers = [arrays[b] if b in arrays else counts if b == COUNTS_BUFFER
                    else outs[self.output_names.index(b)] for b in self.buffer_names]
-        self.function(*buffers, *(values[s] for s in self.scalar_names))
+        self.function(*buffers, *scalar_values)
         if self.target.count_stores:
             self.store_counts = dict(zip(self.lowered.counted, counts.tolist(), strict=True))
         return outs
+
+    def _run_on_gpu(self, arrays: dict, written: list, scalar_values: list) -> None:
+        """Call the GPU pipeline: NumPy arrays through device copies (DeviceCall)."""
+        call = DeviceCall()
+        try:
+            buffers = [call.input(arrays[b]) if b in arrays else
+                       call.output(written[self.output_names.index(b)])
+                       for b in self.buffer_names]
+            self.function(*buffers, *scalar_values)
+            call.finish()
+        finally:
+            call.close()
 
     def _outputs(self, shape, out) -> list[np.ndarray]:
         funcs = [self.lowered.env.funcs[nm] for nm in self.output_names]
@@ -98,15 +137,15 @@ class Kernel:
             outs = list(out) if isinstance(out, (list, tuple)) else [out]
             if len(outs) != len(funcs):
                 raise InputError(f"out= has {len(outs)} array(s) for {len(funcs)} output(s)")
-            for f, arr in zip(funcs, outs, strict=True):
-                _check_out(f, arr)
-            if len({a.shape for a in outs}) > 1:
+            for f, t, arr in zip(funcs, self._output_types, outs, strict=True):
+                _check_out(f.name, f.dimensions, t, arr, self.target.kind is TargetKind.CUDA)
+            if len({_shape(a) for a in outs}) > 1:
                 raise InputError("all outputs of a Pipeline must have the same shape")
             return outs
         if shape is None:
             raise InputError("give the output shape, e.g. f.realize((480, 640)), or out=array")
         return [np.empty(checked_shape(shape, f.dimensions, f"{f.name}.realize(...)"),
-                         dtype=f.type.numpy) for f in funcs]
+                         dtype=t.numpy) for f, t in zip(funcs, self._output_types, strict=True)]
 
     def _describe_scalar(self, name: str) -> str:
         """A scalar argument derived from an array, as the user knows it: `inp.extent.0`
@@ -122,18 +161,39 @@ class Kernel:
             raise describe(*failed)
 
 
-def _check_out(f: Func, arr: object) -> None:
-    """Refuse an `out=` array compiled code can't write `f` into."""
-    if not isinstance(arr, np.ndarray) or arr.dtype != f.type.numpy or \
-            arr.ndim != f.dimensions:
-        raise InputError(f"out= for {f.name} must be a {f.dimensions}-D "
-                         f"{f.type} NumPy array, got {_describe(arr)}")
+def _on_target(a: object, what: str, on_gpu: bool) -> np.ndarray | DeviceArray:
+    """`a` as the target's code takes it: a GPU array as a DeviceArray (GPU targets only)."""
+    if not is_device_array(a):
+        return a
+    if not on_gpu:
+        raise InputError(f"{what} is a GPU array, but this pipeline was compiled for the "
+                         "host; compile it with target='cuda', or pass a NumPy array")
+    return device_array(a, what)
+
+
+def _shape(a: object) -> tuple[int, ...]:
+    return tuple(a.__cuda_array_interface__["shape"]) if is_device_array(a) else a.shape
+
+
+def _check_out(name: str, dimensions: int, t: Type, arr: object, on_gpu: bool) -> None:
+    """Refuse an `out=` array compiled code can't write Func `name` (of type `t`) into."""
+    if on_gpu and is_device_array(arr):
+        d = device_array(arr, f"out= for {name}")
+        if d.dtype != t.numpy or d.ndim != dimensions or d.readonly:
+            raise InputError(f"out= for {name} must be a writable {dimensions}-D "
+                             f"{t} array, got a GPU array of dtype {d.dtype}, shape "
+                             f"{d.shape}{', read-only' if d.readonly else ''}")
+        return
+    if not isinstance(arr, np.ndarray) or arr.dtype != t.numpy or \
+            arr.ndim != dimensions:
+        raise InputError(f"out= for {name} must be a {dimensions}-D "
+                         f"{t} NumPy array, got {_describe(arr)}")
     if isinstance(arr, np.ma.MaskedArray):
-        raise InputError(masked_array_refusal(f"out= for {f.name}"))
+        raise InputError(masked_array_refusal(f"out= for {name}"))
     if not arr.flags.writeable:
-        raise InputError(f"out= for {f.name} is read-only")
+        raise InputError(f"out= for {name} is read-only")
     if _addressable(arr) is not arr:
-        raise InputError(f"out= for {f.name} must be aligned and have consecutive "
+        raise InputError(f"out= for {name} must be aligned and have consecutive "
                          "elements in its last dimension (a view like a[:, ::2] or a.T, "
                          "or an array made by np.frombuffer at an odd offset, isn't); pass "
                          "a new array (np.empty(shape, dtype)), or leave out out= and copy "

@@ -37,8 +37,10 @@ _BOUND = {ForKind.GPU_BLOCK: "GPU block", ForKind.GPU_THREAD: "GPU thread",
           ForKind.VTHREAD: "vthread"}
 
 
-def nesting_problem(dims: list[Dim]) -> str | None:
-    """What is wrong with the GPU bindings of these loops (outermost first), or None."""
+def nesting_problem(dims: list[Dim], reductions_bindable: bool = False) -> str | None:
+    """What is wrong with the GPU bindings of these loops (outermost first), or None.
+    Reduction loops may be bound only where `reductions_bindable` (an update made
+    `atomic()`, or one that allows races)."""
     def at(kind):
         return [i for i, d in enumerate(dims) if d.kind is kind]
 
@@ -65,9 +67,10 @@ def nesting_problem(dims: list[Dim]) -> str | None:
             return (f"vthread loop {dims[v].name} is inside thread loop "
                     f"{dims[threads[0]].name}; vthreads go outside the thread loops")
     for d in dims:
-        if d.kind in _BOUND and not d.pure:
+        if d.kind in _BOUND and not d.pure and not reductions_bindable:
             return (f"{d.name} is a reduction loop bound to {_BOUND[d.kind]}s; only pure "
-                    "loops can be bound (use rfactor to make the reduction parallel)")
+                    "loops can be bound (use rfactor to make the reduction parallel, or "
+                    "call atomic() on the update first)")
     return None
 
 
@@ -93,7 +96,7 @@ class GpuLoops:
         old = [d.kind for d in dims]
         for d in dims:
             d.kind = kind
-        problem = nesting_problem(stage.dims)
+        problem = nesting_problem(stage.dims, stage.atomic or stage.allow_races)
         if problem is not None:
             for d, k in zip(dims, old, strict=True):
                 d.kind = k

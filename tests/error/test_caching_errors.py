@@ -255,7 +255,8 @@ def test_gpu_bound_reduction_loop():
     s[x] += inp[x + r]
     assert message(halo.ScheduleError, lambda: s.update(0).gpu_threads(r.x)) == (
         "s.update(0).gpu_threads(r.x): r.x is a reduction loop bound to GPU threads; only "
-        "pure loops can be bound (use rfactor to make the reduction parallel). The loops of "
+        "pure loops can be bound (use rfactor to make the reduction parallel, or call atomic() "
+        "on the update first). The loops of "
         "s.update(0) are, outermost first: x, r.x")
 
 

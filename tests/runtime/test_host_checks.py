@@ -6,13 +6,14 @@ import itertools
 
 import pytest
 
+from halo.analysis.python_source import _div, _mod, python_source
 from halo.analysis.simplify import simplify
 from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.substitute import substitute
 from halo.ir.types import bool_, float32, int32, int64, uint8
 from halo.lower.bounds_inference import RegionCheck
-from halo.runtime.host_checks import _div, _mod, _py, compile_checks
+from halo.runtime.host_checks import compile_checks
 
 a, b = n.Var("a"), n.Var("b")
 EXPRS = [n.Div(a, b), n.Mod(a, b), n.Min(n.Add(a, n.const(3)), n.Mul(b, n.const(2))),
@@ -29,7 +30,7 @@ def _single(expr: n.Expr):
 def test_compiled_expressions_match_the_simplifier(expr):
     """Every operator evaluates as halo's IR does, including floor division and modulo of
     negatives and division by zero."""
-    source = _py(expr, {})
+    source = python_source(expr, {})
     for va, vb in itertools.product([-7, -1, 0, 1, 5], [-3, 0, 2]):
         want = simplify(substitute(expr, {"a": n.const(va), "b": n.const(vb)}))
         got = eval(source, {"_div": _div, "_mod": _mod, "v": {"a": va, "b": vb}})
@@ -89,7 +90,7 @@ def test_every_pure_scalar_expression_matches_constant_folding(expr):
 def test_expressions_that_read_memory_are_internal_errors():
     """A Load in a region check can't be evaluated before running: a compiler bug,
     reported as one."""
-    with pytest.raises(InternalError, match="can't evaluate"):
+    with pytest.raises(InternalError, match="can.t be evaluated"):
         compile_checks([_single(n.Load(int32, "buf", a))])
 
 

@@ -1,0 +1,299 @@
+"""The GPU benchmark: `python -m benchmarks.gpu [--out DIR] [--repeats N] [--cases a,b]`.
+
+In one process, on one device, with the same device inputs: each app's GPU schedule
+(`gpu_schedule` in apps/) through halo, PyTorch eager (cuBLAS with TF32 off for matmul),
+and a Triton kernel written here where Triton has a natural one (matmul, softmax).
+Outputs are checked against each other first. Times are CUDA events around one call,
+the L2 cache flushed before each, median of `--repeats`; halo's are given twice: the
+whole call (`kernel(out=..., **inputs)`: binding, region checks, host code, launches)
+and the compiled pipeline alone (host code and launches, arguments bound once). A
+device-to-device copy of the same bytes is the bandwidth yardstick. Writes
+`gpu_results.json` and `gpu_results.md` under `--out` and prints the table, with the GPU
+it ran on.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+import halo
+from apps import blur, conv_relu, histogram, matmul, softmax
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--cases", default="blur,matmul,softmax,histogram,conv_relu")
+    return parser.parse_args(argv)
+
+
+class Timer:
+    """CUDA-event timing with the L2 flushed before each run."""
+
+    def __init__(self, torch, repeats: int):
+        self.torch = torch
+        self.repeats = repeats
+        self.flush = torch.empty(256 * 2**20, dtype=torch.uint8, device="cuda")
+
+    def __call__(self, fn) -> float:
+        """Median milliseconds of `fn()`."""
+        torch = self.torch
+        fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(self.repeats):
+            self.flush.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        return float(np.median(times))
+
+
+def bound_pipeline(kernel, call):
+    """The compiled pipeline with the arguments `call()` binds, to run it without the
+    Kernel's binding and checks."""
+    function, captured = kernel.function, {}
+
+    class Capture:
+        args = function.args
+
+        def __call__(self, *values):
+            captured["values"] = values
+            function(*values)
+    kernel.function = Capture()
+    try:
+        call()
+    finally:
+        kernel.function = function
+    return lambda: function(*captured["values"])
+
+
+def triton_kernels():
+    """(matmul, softmax) as Triton functions of torch tensors, or None without Triton."""
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:
+        return None
+
+    @triton.jit
+    def matmul_kernel(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      GROUP: tl.constexpr):
+        pid = tl.program_id(0)
+        num_m, num_n = tl.cdiv(M, BM), tl.cdiv(N, BN)
+        group = pid // (GROUP * num_n)
+        first_m = group * GROUP
+        size_m = min(num_m - first_m, GROUP)
+        pid_m = first_m + (pid % (GROUP * num_n)) % size_m
+        pid_n = (pid % (GROUP * num_n)) // size_m
+        rm = pid_m * BM + tl.arange(0, BM)
+        rn = pid_n * BN + tl.arange(0, BN)
+        rk = tl.arange(0, BK)
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            ka = k * BK + rk
+            x = tl.load(a + rm[:, None] * sam + ka[None, :] * sak,
+                        mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+            y = tl.load(b + ka[:, None] * sbk + rn[None, :] * sbn,
+                        mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+            acc += tl.dot(x, y, input_precision="ieee")
+        tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc,
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+    @triton.jit
+    def softmax_kernel(out, inp, stride_out, stride_in, n, BLOCK: tl.constexpr):
+        row = tl.program_id(0)
+        cols = tl.arange(0, BLOCK)
+        x = tl.load(inp + row * stride_in + cols, mask=cols < n, other=-float("inf"))
+        x = x - tl.max(x, axis=0)
+        e = tl.exp(x)
+        tl.store(out + row * stride_out + cols, e / tl.sum(e, axis=0), mask=cols < n)
+
+    def tmatmul(a, b, c):
+        M, K = a.shape
+        N = b.shape[1]
+        grid = (triton.cdiv(M, 128) * triton.cdiv(N, 128),)
+        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
+                            b.stride(1), c.stride(0), c.stride(1), BM=128, BN=128, BK=32,
+                            GROUP=8, num_warps=8, num_stages=3)
+
+    def tsoftmax(x, y):
+        n = x.shape[1]
+        softmax_kernel[(x.shape[0],)](y, x, y.stride(0), x.stride(0), n,
+                                      BLOCK=triton.next_power_of_2(n), num_warps=4)
+    return tmatmul, tsoftmax
+
+
+def _halo(app, build_output, schedule=None):
+    *_, funcs = app.algorithm()
+    (schedule or app.gpu_schedule)(funcs)
+    start = time.perf_counter()
+    kernel = build_output(funcs).compile(target="cuda")
+    return kernel, start
+
+
+def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
+    rows = []
+    dev = "cuda"
+    if name == "blur":
+        shape = (4800, 6400)
+        x = torch.rand(shape, device=dev)
+        kernel, start = _halo(blur, lambda f: f["blur_y"])
+        out = torch.empty(shape, device=dev)
+        call = lambda: kernel(out=out, inp=x)  # noqa: E731
+        call()
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - start
+        xp = torch.nn.functional.pad(x[None, None], (1, 1, 1, 1), mode="replicate")[0, 0]
+
+        def eager():
+            bx = (xp[:, :-2] + xp[:, 1:-1] + xp[:, 2:]) * blur.ONE_THIRD
+            return (bx[:-2] + bx[1:-1] + bx[2:]) * blur.ONE_THIRD
+        check = eager()
+        variants = {"torch eager": eager}
+        moved = 2 * x.numel() * 4
+        flops = None
+    elif name.startswith("matmul"):
+        n = int(name.removeprefix("matmul"))
+        torch.backends.cuda.matmul.allow_tf32 = False
+        a, b = torch.rand(n, n, device=dev), torch.rand(n, n, device=dev)
+        kernel, start = _halo(matmul, lambda f: f["C"])
+        out = torch.empty(n, n, device=dev)
+        call = lambda: kernel(out=out, A=a, B=b)  # noqa: E731
+        call()
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - start
+        check = a @ b
+        variants = {"torch (cuBLAS, TF32 off)": lambda: a @ b}
+        for label, schedule in (("halo, 8 x 8 registers a thread",
+                                 lambda f: matmul.gpu_schedule(f, register_tile=8)),
+                                ("halo, vthread 4 x 4", matmul.gpu_schedule_vthread)):
+            other, _ = _halo(matmul, lambda f: f["C"], schedule)
+            c3 = torch.empty(n, n, device=dev)
+            variants[label] = bound_pipeline(other, lambda o=other, c=c3: o(out=c, A=a, B=b))
+        if triton is not None:
+            c2 = torch.empty(n, n, device=dev)
+            variants["triton"] = lambda: triton[0](a, b, c2)
+        moved, flops = 3 * n * n * 4, 2 * n**3
+    elif name == "softmax":
+        x = torch.randn(4096, 1024, device=dev) * 3
+        kernel, start = _halo(softmax, lambda f: f["softmax"])
+        out = torch.empty_like(x)
+        call = lambda: kernel(out=out, x=x)  # noqa: E731
+        call()
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - start
+        check = torch.softmax(x, dim=1)
+        variants = {"torch eager": lambda: torch.softmax(x, dim=1)}
+        for partials in (32, 256):
+            other, _ = _halo(softmax, lambda f: f["softmax"],
+                             lambda f, p=partials: softmax.gpu_schedule(f, partials=p))
+            y3 = torch.empty_like(x)
+            variants[f"halo, {partials} partial results a row"] = bound_pipeline(
+                other, lambda o=other, y=y3: o(out=y, x=x))
+        if triton is not None:
+            y2 = torch.empty_like(x)
+            variants["triton"] = lambda: triton[1](x, y2)
+        moved, flops = 2 * x.numel() * 4, None
+    elif name == "histogram":
+        image = torch.from_numpy(histogram.make_inputs()["image"]).to(dev)
+        kernel, start = _halo(histogram, lambda f: f["hist"])
+        out = torch.empty(histogram.BINS, dtype=torch.int32, device=dev)
+        call = lambda: kernel(out=out, image=image)  # noqa: E731
+        call()
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - start
+        flat = image.reshape(-1).long()
+        check = torch.bincount(flat, minlength=histogram.BINS).int()
+        variants = {"torch.bincount": lambda: torch.bincount(flat, minlength=histogram.BINS)}
+        moved, flops = image.numel(), None
+    elif name.startswith("conv_relu"):
+        batch = int(name.removeprefix("conv_relu_batch"))
+        torch.backends.cudnn.allow_tf32 = False
+        image = torch.randn(batch, 64, 56, 56, device=dev)
+        weights = torch.randn(64, 64, 3, 3, device=dev) * 0.1
+        bias = torch.randn(64, device=dev)
+        image_, weights_, bias_, relu, funcs = conv_relu.algorithm()
+        conv_relu.gpu_schedule(funcs)
+        start = time.perf_counter()
+        kernel = relu.compile(target="cuda")
+        out = torch.empty(batch, 64, 56, 56, device=dev)
+        call = lambda: kernel(out=out, image=image, weights=weights, bias=bias)  # noqa: E731
+        call()
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - start
+
+        def cudnn():
+            return torch.relu(torch.nn.functional.conv2d(image, weights, bias, padding=1))
+        check = cudnn()
+        variants = {"torch (cuDNN, TF32 off)": cudnn}
+        moved, flops = (image.numel() + out.numel()) * 4, 2 * batch * 64 * 64 * 9 * 56 * 56
+    else:
+        raise SystemExit(f"unknown case {name}")
+    error = (out.double() - check.double()).abs().max().item()
+    scale = max(check.double().abs().max().item(), 1.0)
+    ok = error <= 1e-3 * scale
+    pipeline = bound_pipeline(kernel, call)
+    copy_src = torch.empty(max(moved // 8, 1), dtype=torch.float32, device=dev)  # moved bytes
+    copy_dst = torch.empty_like(copy_src)
+    timings = {"halo (call)": timer(call), "halo (pipeline)": timer(pipeline),
+               **{k: timer(v) for k, v in variants.items()},
+               "device copy of the bytes": timer(lambda: copy_dst.copy_(copy_src))}
+    for variant, ms in timings.items():
+        row = {"case": name, "variant": variant, "ms": ms, "GB/s": moved / ms / 1e6}
+        if flops:
+            row["TFLOP/s"] = flops / ms / 1e9
+        rows.append(row)
+    rows.append({"case": name, "variant": "halo compile + first call (s)", "ms": None,
+                 "seconds": compile_s, "max error": error, "checked": ok})
+    return rows
+
+
+def markdown(rows: list[dict], device: str) -> str:
+    lines = [f"GPU benchmark on {device} (CUDA events, L2 flushed, median)", "",
+             "| case | variant | ms | GB/s | TFLOP/s |", "| --- | --- | --- | --- | --- |"]
+    for r in rows:
+        if r["ms"] is None:
+            lines.append(f"| {r['case']} | {r['variant']}: {r['seconds']:.2f}, checked: "
+                         f"{r['checked']} (max error {r['max error']:.2g}) | | | |")
+            continue
+        tflops = f"{r['TFLOP/s']:.2f}" if "TFLOP/s" in r else ""
+        lines.append(f"| {r['case']} | {r['variant']} | {r['ms']:.4f} | {r['GB/s']:.0f} | "
+                     f"{tflops} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+    device = torch.cuda.get_device_name()
+    timer = Timer(torch, args.repeats)
+    triton = triton_kernels()
+    rows = []
+    for case in args.cases.split(","):
+        names = [f"matmul{n}" for n in (1024, 2048, 4096)] if case == "matmul" else \
+            ["conv_relu_batch1", "conv_relu_batch32"] if case == "conv_relu" else [case]
+        for name in names:
+            rows.extend(run_case(name, torch, timer, triton))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu_results.json").write_text(json.dumps({"device": device, "halo": halo.__version__,
+                                                      "rows": rows}, indent=1))
+    text = markdown(rows, device)
+    (out / "gpu_results.md").write_text(text)
+    print(text)
+    return 0 if all(r.get("checked", True) for r in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""The CUDA backend: a pipeline lowered for a GPU -> CUDA C kernels launched by Python host
+code, on NVIDIA GPUs through PyCUDA.
+
+`compile_pipeline(name, body, args, target)` splits the lowered IR at its kernels
+(`split.py`), emits one CUDA C module (`cuda_c.py`) and the host program that launches its
+kernels (`host_program.py`), and returns a `CudaPipeline`. The CUDA C is generated at once
+(`source()` needs no GPU); nvcc runs (`compiler.py`, cached on disk) and the module loads
+(`device.py`) on the first call. The pipeline is called, as every backend's, with one
+value per argument: device pointers (ints) for buffers, numbers for scalars.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from halo.backends.arguments import Argument
+from halo.backends.cuda.compiler import compile_cubin, load_module
+from halo.backends.cuda.cuda_c import PRELUDE, KernelParam, kernel_source
+from halo.backends.cuda.device import cuda_driver
+from halo.backends.cuda.host_program import host_program
+from halo.backends.cuda.split import DeviceKernel, split_host_device
+from halo.errors import HaloError
+from halo.ir import nodes as n
+from halo.ir.types import Type
+
+# The largest grid CUDA launches, along x, y and z.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+class CudaPipeline:
+    """A compiled GPU pipeline: called with device pointers and scalars, in `args` order."""
+
+    def __init__(self, name: str, args: Sequence[Argument], body: n.Stmt, arch: str,
+                 strict_float: bool):
+        self.name = name
+        self.args = tuple(args)
+        self.arch = arch
+        self.strict_float = strict_float
+        host, self.kernels = split_host_device(body, name)
+        self._host, self.host_source = host_program(host, self.kernels)
+        # The kernels alone, then the whole module: the helpers they use first.
+        self.kernels_source = "".join(
+            "\n" + kernel_source(k.name, k.loop, k.params, k.block, len(k.grid))
+            for k in self.kernels)
+        self.cuda_source = PRELUDE + self.kernels_source
+        self._functions: list | None = None
+        self._allocations: dict[int, object] = {}
+
+    def source(self) -> str:
+        """The CUDA C of the kernels, then the host code that launches them."""
+        host = "\n".join(f"// {line}" for line in self.host_source.splitlines())
+        return f"{self.cuda_source}\n// The host code (Python) that launches the kernels:\n{host}\n"
+
+    def __call__(self, *values: object) -> None:
+        if len(values) != len(self.args):
+            raise HaloError(f"{self.name} takes {len(self.args)} arguments, got {len(values)}")
+        if self._functions is None:
+            self._load()
+        v = {a.name: value for a, value in zip(self.args, values, strict=True)}
+        self._host(v, self._launch, self._alloc, self._free)
+
+    def _load(self) -> None:
+        module = load_module(compile_cubin(self.cuda_source, self.arch, self.strict_float))
+        functions = []
+        for k in self.kernels:
+            f = module.get_function(k.name)
+            f.prepare("".join(_format(p) for p in k.params))
+            functions.append(f)
+        self._functions = functions
+
+    def _launch(self, k: int, v: dict[str, object], grid: tuple[int, ...]) -> None:
+        kernel: DeviceKernel = self.kernels[k]
+        if any(g <= 0 for g in grid):
+            return
+        grid3 = (*grid, *(1,) * (3 - len(grid)))
+        for axis, (g, most) in enumerate(zip(grid3, MAX_GRID, strict=True)):
+            if g > most:
+                raise HaloError(
+                    f"{kernel.name}: its grid needs {g} blocks along {'xyz'[axis]}, more than "
+                    f"the {most} CUDA launches; use larger block tiles (gpu_tile sizes) or "
+                    "bind the larger dimension to the innermost block loop")
+        values = [int(v[p.name]) if p.is_buffer else _scalar(p.type, v[p.name])
+                  for p in kernel.params]
+        self._functions[k].prepared_call(grid3, kernel.block, *values)
+
+    def _alloc(self, nbytes: int) -> int:
+        allocation = cuda_driver().mem_alloc(nbytes)
+        self._allocations[int(allocation)] = allocation
+        return int(allocation)
+
+    def _free(self, pointer: int) -> None:
+        self._allocations.pop(pointer).free()
+
+
+def _format(p: KernelParam) -> str:
+    """The `struct` format PyCUDA packs a kernel argument with."""
+    if p.is_buffer:
+        return "P"
+    t = p.type
+    if t.is_bool:
+        return "?"
+    if t.is_float:
+        return {16: "e", 32: "f", 64: "d"}[t.bits]
+    code = {8: "b", 16: "h", 32: "i", 64: "q"}[t.bits]
+    return code if t.is_int else code.upper()
+
+
+def _scalar(t: Type, value: object) -> object:
+    if t.is_float:
+        return float(value)
+    if t.is_bool:
+        return bool(value)
+    return int(value)
+
+
+def compile_pipeline(name: str, body: n.Stmt, args: Sequence[Argument], arch: str,
+                     strict_float: bool) -> CudaPipeline:
+    """`body` (lowered for a GPU) as a `CudaPipeline` (see the module)."""
+    return CudaPipeline(name, args, body, arch, strict_float)
+
+
+__all__ = ["CudaPipeline", "compile_pipeline"]

@@ -1,0 +1,63 @@
+"""CUDA C to a loaded module: nvcc through PyCUDA, with an on-disk cache of the cubins.
+
+A cubin is cached like the host's machine code (`llvm/object_cache.py`: the same
+directory, `$HALO_CACHE_DIR`, trust rules and entry format; its text part is the CUDA
+source, compared on load), keyed by the source, the architecture, the nvcc options, halo's
+version and this backend's sources. An nvcc error is an InternalError (the code is halo's)
+that shows the generated source.
+"""
+from __future__ import annotations
+
+import hashlib
+from functools import cache
+from pathlib import Path
+
+from halo.backends.cuda.device import cuda_compiler, cuda_driver
+from halo.backends.llvm import object_cache
+from halo.errors import InternalError
+from halo.version import __version__
+
+
+def nvcc_options(strict_float: bool) -> list[str]:
+    """nvcc's options: IEEE division and square roots always (nvcc's default); no fused
+    multiply-adds with `strict_float`."""
+    return ["--fmad=false"] if strict_float else []
+
+
+@cache
+def _backend_fingerprint() -> str:
+    digest = hashlib.sha256(__version__.encode())
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+def cache_key(source: str, arch: str, options: list[str]) -> str:
+    digest = hashlib.sha256(_backend_fingerprint().encode())
+    for part in (arch, " ".join(options), source):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part.encode())
+    return digest.hexdigest()
+
+
+def compile_cubin(source: str, arch: str, strict_float: bool) -> bytes:
+    """The cubin of `source` for `arch`, from the disk cache when it was compiled before."""
+    options = nvcc_options(strict_float)
+    key = cache_key(source, arch, options)
+    entry = object_cache.load(key)
+    if entry is not None and entry[0] == source:
+        return entry[1]
+    compiler = cuda_compiler()
+    try:
+        cubin = compiler.compile(source, options=options, arch=arch, no_extern_c=True,
+                                 cache_dir=False)
+    except cuda_driver().CompileError as e:
+        raise InternalError(f"nvcc refused the CUDA C halo generated ({e}); the source:\n"
+                            f"{source}") from None
+    object_cache.store(key, source, cubin)
+    return cubin
+
+
+def load_module(cubin: bytes):
+    """The cubin loaded into the current context (a `pycuda.driver.Module`)."""
+    return cuda_driver().module_from_buffer(cubin)

@@ -1,0 +1,444 @@
+"""Readable CUDA C from a kernel of lowered, fused halo IR.
+
+One `__global__` function per kernel (`kernel_source`), after the module's prelude
+(`PRELUDE`: the helpers that give C the IR's semantics: floor division and modulo that give
+0 for a zero divisor, NaN-propagating float min/max, wrapping integer abs, atomic
+read-modify-write by compare-and-swap). Names become C identifiers (`out.s0.x` ->
+`out_s0_x`, made unique per kernel); every operation on 8- and 16-bit integers is cast back
+to its type, so it wraps as the IR says; a `Let` becomes a `const` declaration before the
+statement that uses it (`Select` evaluates both branches anyway, so hoisting is safe).
+
+Loops: the block loops of the kernel read `blockIdx` (the innermost loop is x), each
+thread-loop nest reads `threadIdx` (the nest's innermost loop is x; threads of an axis the
+nest doesn't use skip it), other loops are C `for` loops (`#pragma unroll` for vectorized
+ones). Buffers in "shared" scope are `__shared__` arrays, other buffers allocated inside a
+kernel are per-thread arrays (registers when their indices are constants).
+"""
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from halo.errors import InternalError
+from halo.ir import nodes as n
+from halo.ir.types import Type, int32
+from halo.ir.visitor import rewrite
+from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS
+
+PRELUDE = r"""#include <stdint.h>
+#include <cuda_fp16.h>
+
+// halo's integer division and modulo: floor semantics, x / 0 == x % 0 == 0.
+template <typename T> __device__ __forceinline__ T halo_div(T a, T b) {
+    if (b == 0) return 0;
+    T q = a / b;
+    if ((T)-1 < (T)0 && (a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+}
+template <typename T> __device__ __forceinline__ T halo_mod(T a, T b) {
+    if (b == 0) return 0;
+    T r = a % b;
+    if ((T)-1 < (T)0 && r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+}
+// Float modulo as the IR defines it: a - b * floor(a / b).
+template <typename T> __device__ __forceinline__ T halo_fmod(T a, T b) {
+    return a - b * floor(a / b);
+}
+// Float min/max: NaN if either operand is NaN (np.minimum / np.maximum).
+template <typename T> __device__ __forceinline__ T halo_fmin(T a, T b) {
+    return a != a ? a : b != b ? b : (b < a ? b : a);
+}
+template <typename T> __device__ __forceinline__ T halo_fmax(T a, T b) {
+    return a != a ? a : b != b ? b : (a < b ? b : a);
+}
+// Integer abs that wraps abs(MIN) to MIN.
+template <typename T> __device__ __forceinline__ T halo_abs(T a) {
+    return a < 0 ? (T)(0 - a) : a;
+}
+// One indivisible read-modify-write *addr = f(*addr), by compare-and-swap on the word
+// that holds it (the aligned 32-bit word around an 8- or 16-bit value).
+template <typename T, typename F> __device__ void halo_atomic_update(T* addr, F f) {
+    if constexpr (sizeof(T) == 8) {
+        unsigned long long* word = (unsigned long long*)addr;
+        unsigned long long old = *word, assumed;
+        do {
+            assumed = old;
+            T value, next;
+            memcpy(&value, &assumed, 8);
+            next = f(value);
+            unsigned long long bits;
+            memcpy(&bits, &next, 8);
+            old = atomicCAS(word, assumed, bits);
+        } while (assumed != old);
+    } else {
+        unsigned int* word = (unsigned int*)((size_t)addr & ~(size_t)3);
+        unsigned int shift = sizeof(T) == 4 ? 0 : ((size_t)addr & 3) * 8;
+        unsigned int mask = sizeof(T) == 4 ? 0xffffffffu
+                                           : ((1u << (8 * sizeof(T))) - 1) << shift;
+        unsigned int old = *word, assumed;
+        do {
+            assumed = old;
+            unsigned int part = (assumed & mask) >> shift, bits = 0;
+            T value, next;
+            memcpy(&value, &part, sizeof(T));
+            next = f(value);
+            memcpy(&bits, &next, sizeof(T));
+            old = atomicCAS(word, assumed, (assumed & ~mask) | ((bits << shift) & mask));
+        } while (assumed != old);
+    }
+}
+"""
+
+_INT_TYPES = {8: "int8_t", 16: "int16_t", 32: "int32_t", 64: "int64_t"}
+_UINT_TYPES = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}
+_FLOAT_TYPES = {16: "__half", 32: "float", 64: "double"}
+_AXES = ("x", "y", "z")
+_BINARY = {n.Add: "+", n.Sub: "-", n.Mul: "*", n.EQ: "==", n.NE: "!=", n.LT: "<", n.LE: "<="}
+_BITWISE = {n.And: ("&&", "&"), n.Or: ("||", "|"), n.Xor: ("!=", "^")}
+# halo math name -> CUDA function by float width (float16 is computed in float32)
+_MATH = {"sqrt": "sqrt", "exp": "exp", "log": "log", "pow": "pow", "sin": "sin", "cos": "cos",
+         "tanh": "tanh", "floor": "floor", "ceil": "ceil", "round": "rint", "abs": "fabs"}
+# Atomic updates the hardware does in one instruction: (operator, types) -> CUDA function.
+_ATOMIC_ADD_TYPES = ("float", "double", "int32_t", "uint32_t", "uint64_t")
+_KEYWORDS = frozenset("""auto bool break case char const continue default do double else enum
+extern float for goto if inline int long register return short signed sizeof static struct
+switch typedef union unsigned void volatile while class namespace template this new delete
+true false private public protected virtual operator friend""".split())
+
+
+def c_type(t: Type) -> str:
+    """The C type of a scalar of halo type `t`."""
+    if t.lanes != 1:
+        raise InternalError(f"the CUDA backend got vector type {t}; vectorized loops stay "
+                            "loops on GPU targets")
+    if t.is_bool:
+        return "bool"
+    table = _FLOAT_TYPES if t.is_float else _INT_TYPES if t.is_int else _UINT_TYPES
+    return table[t.bits]
+
+
+class CNames:
+    """C identifiers for halo names, unique within one kernel."""
+
+    def __init__(self) -> None:
+        self._names: dict[str, str] = {}
+        self._used: set[str] = set()
+
+    def __call__(self, name: str) -> str:
+        if name not in self._names:
+            base = re.sub(r"\W", "_", name)
+            if not base or base[0].isdigit() or base in _KEYWORDS or base.startswith("halo_"):
+                base = f"v_{base}"
+            c, k = base, 1
+            while c in self._used:
+                k += 1
+                c = f"{base}_{k}"
+            self._used.add(c)
+            self._names[name] = c
+        return self._names[name]
+
+
+@dataclass(frozen=True)
+class KernelParam:
+    """A parameter of a kernel: a global buffer (pointer) or a scalar, by halo name.
+    A buffer the kernel only reads is `const`."""
+    name: str
+    type: Type
+    is_buffer: bool
+    read_only: bool = False
+
+
+def kernel_source(name: str, loop: n.For, params: Sequence[KernelParam],
+                  block: tuple[int, int, int], block_axes: int) -> str:
+    """The `__global__` function `name` that runs the fused block-loop nest `loop`, whose
+    block loops nest `block_axes` deep."""
+    emitter = _Emitter(block, block_axes)
+    # Buffers are __restrict__: a pipeline's inputs and outputs are distinct arrays.
+    signature = ", ".join(
+        f"{'const ' if p.read_only else ''}{c_type(p.type)}* __restrict__ "
+        f"{emitter.names(p.name)}" if p.is_buffer
+        else f"{c_type(p.type)} {emitter.names(p.name)}" for p in params)
+    threads = block[0] * block[1] * block[2]
+    emitter.kernel(loop)
+    body = "\n".join(emitter.lines)
+    return (f'extern "C" __global__ void __launch_bounds__({threads})\n'
+            f"{name}({signature}) {{\n{body}\n}}\n")
+
+
+class _Emitter:
+    def __init__(self, block: tuple[int, int, int], block_axes: int):
+        self.block = block
+        self.block_axes = block_axes  # how deep the block loops nest
+        self.block_depth = 0
+        self.names = CNames()
+        self.lines: list[str] = []
+        self.depth = 1
+        self.declared: list[set[str]] = [set()]
+
+    # ------------------------------------------------------------------ statements
+
+    def line(self, text: str) -> None:
+        self.lines.append("    " * self.depth + text)
+
+    def open(self, head: str) -> None:
+        self.line(f"{head} {{" if head else "{")
+        self.depth += 1
+        self.declared.append(set())
+
+    def close(self, tail: str = "}") -> None:
+        self.depth -= 1
+        self.declared.pop()
+        self.line(tail)
+
+    def kernel(self, loop: n.For) -> None:
+        self.stmt(loop)
+
+    def block_index(self, b: n.For) -> None:
+        """Block loop `b`'s variable; the innermost block loop is x."""
+        axis = _AXES[self.block_axes - 1 - self.block_depth]
+        index = f"(int)blockIdx.{axis}"
+        self.declare(b.name, int32, index if _is_zero(b.min) else
+                     f"{self.expr(b.min)} + {index}")
+        self.block_depth += 1
+        self._stmt(b.body)
+        self.block_depth -= 1
+
+    def declare(self, name: str, t: Type, value: str) -> None:
+        c = self.names(name)
+        if c in self.declared[-1]:  # a let of the same name earlier in this scope
+            self.open("")
+        self.declared[-1].add(c)
+        self.line(f"const {c_type(t)} {c} = {value};")
+
+    def stmt(self, s: n.Stmt) -> None:
+        opened = self.depth
+        self._stmt(s)
+        while self.depth > opened:
+            self.close()
+
+    def _stmt(self, s: n.Stmt) -> None:
+        match s:
+            case n.Block(stmts=stmts):
+                for x in stmts:
+                    self.stmt(x)
+            case n.LetStmt(name=name, value=value, body=body):
+                self.declare(name, value.type, self.expr(value))
+                self._stmt(body)
+            case n.ProducerConsumer(name=name, produce=produce, consume=consume):
+                self.line(f"// produce {name}")
+                self.stmt(produce)
+                self.line(f"// consume {name}")
+                self.stmt(consume)
+            case n.IfThenElse(condition=cond, then_case=then, else_case=other):
+                self.open(f"if ({_strip(self.expr(cond))})")
+                self.stmt(then)
+                if other is not None:
+                    self.depth -= 1
+                    self.declared.pop()
+                    self.open("} else")
+                    self.stmt(other)
+                self.close()
+            case n.For(kind=n.ForKind.GPU_THREAD):
+                self.threads(s)
+            case n.For(kind=n.ForKind.GPU_BLOCK):
+                self.block_index(s)
+            case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
+                if kind in (n.ForKind.VECTORIZED, n.ForKind.UNROLLED):
+                    self.line("#pragma unroll")
+                v, lo_c = self.names(name), self.expr(lo)
+                end = self.expr(extent) if _is_zero(lo) else f"{lo_c} + {self.expr(extent)}"
+                self.open(f"for (int {v} = {_strip(lo_c)}; {v} < {_strip(end)}; ++{v})")
+                self.declared[-1].add(v)
+                self.stmt(body)
+                self.close()
+            case n.Store(name=name, index=index, value=value):
+                self.line(f"{self.names(name)}[{_strip(self.expr(index))}] = "
+                          f"{_strip(self.expr(value))};")
+            case n.Allocate(name=name, type=t, size=size, body=body, scope=scope):
+                if not isinstance(size, n.Const):
+                    raise InternalError(f"buffer {name} inside a kernel has size {size}")
+                shared = "__shared__ " if scope == "shared" else ""
+                self.line(f"{shared}{c_type(t)} {self.names(name)}[{int(size.value)}];")
+                self._stmt(body)
+            case n.Evaluate(value=n.Call(name=name)) if name == SYNC_THREADS:
+                self.line("__syncthreads();")
+            case n.Evaluate(value=value):
+                self.line(f"(void){self.expr(value)};")
+            case n.Atomic(body=body):
+                self.atomic(body)
+            case _:
+                raise InternalError(f"the CUDA backend can't emit {type(s).__name__}")
+
+    def threads(self, loop: n.For) -> None:
+        chain = [loop]
+        while isinstance(chain[-1].body, n.For) and chain[-1].body.kind is n.ForKind.GPU_THREAD:
+            chain.append(chain[-1].body)
+        unused = [f"threadIdx.{a} == 0" for i, a in enumerate(_AXES)
+                  if i >= len(chain) and self.block[i] > 1]
+        if unused:
+            self.open(f"if ({' && '.join(unused)})")
+        else:
+            self.open("")  # a scope of its own: the nest's loop variables
+        for axis, t in zip(_AXES, reversed(chain), strict=False):
+            index = f"(int)threadIdx.{axis}"
+            self.declare(t.name, int32,
+                         index if _is_zero(t.min) else f"{self.expr(t.min)} + {index}")
+        self.stmt(chain[-1].body)
+        self.close()
+
+    def atomic(self, body: n.Stmt) -> None:
+        match body:
+            case n.LetStmt(name=name, value=value, body=inner):
+                self.open("")
+                self.declare(name, value.type, self.expr(value))
+                self.atomic(inner)
+                self.close()
+                return
+            case n.Store(name=name, index=index, value=value):
+                pass
+            case _:
+                raise InternalError(f"an atomic update of {type(body).__name__}")
+        t = c_type(value.type)
+        target = f"&{self.names(name)}[{_strip(self.expr(index))}]"
+        old = n.Load(value.type, name, index)
+        match value:
+            case n.Add(a=a, b=b) if t in _ATOMIC_ADD_TYPES and old in (a, b):
+                delta = b if a == old else a
+                self.line(f"atomicAdd({target}, {_strip(self.expr(delta))});")
+                return
+        current = self.names(f"{name}.current")
+        replaced = _replace_load(value, old, n.Var(f"{name}.current", value.type))
+        self.line(f"halo_atomic_update({target}, [&]({t} {current}) {{ "
+                  f"return ({t}){_strip(self.expr(replaced))}; }});")
+
+    # ---------------------------------------------------------------- expressions
+
+    def expr(self, e: n.Expr) -> str:
+        t = e.type
+        match e:
+            case n.Const(value=v):
+                return _constant(t, v)
+            case n.Var(name=name):
+                return self.names(name)
+            case n.Let(name=name, value=value, body=body):
+                self.declare(name, value.type, self.expr(value))
+                return self.expr(body)
+            case n.Cast(value=v):
+                return self.cast(t, v)
+            case n.Not(a=a):
+                return f"(!{self.expr(a)})" if t.is_bool else self.wrap(t, f"~{self.expr(a)}")
+            case n.Select(condition=c, true_value=a, false_value=b):
+                return f"({self.expr(c)} ? {self.expr(a)} : {self.expr(b)})"
+            case n.Load(name=name, index=index):
+                return f"{self.names(name)}[{_strip(self.expr(index))}]"
+            case n.Call(kind=n.CallKind.INTRINSIC, name=name) if name == FIRST_THREAD:
+                return "(threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)"
+            case n.Call(kind=n.CallKind.MATH, name=name, args=args):
+                return self.math(t, name, args)
+            case n.BinaryOp(a=a, b=b):
+                return self.binary(e, a, b)
+        raise InternalError(f"the CUDA backend can't emit {type(e).__name__} ({e})")
+
+    def binary(self, e: n.Expr, a: n.Expr, b: n.Expr) -> str:
+        t, x, y = a.type, self.expr(a), self.expr(b)
+        op = type(e)
+        if op is n.Add and isinstance(b, n.Const) and b.value < 0 and -b.value <= 2**31 - 1:
+            return self.wrap(t, f"({x} - {_constant(t, -b.value)})")
+        if op in _BINARY:
+            text = f"({x} {_BINARY[op]} {y})"
+            return text if isinstance(e, n.Compare) else self.wrap(t, text)
+        if op in _BITWISE:
+            logical, bitwise = _BITWISE[op]
+            return f"({x} {logical} {y})" if t.is_bool else self.wrap(t, f"({x} {bitwise} {y})")
+        if op is n.Div:
+            return f"({x} / {y})" if t.is_float else f"halo_div<{c_type(t)}>({x}, {y})"
+        if op is n.Mod:
+            return f"halo_fmod({x}, {y})" if t.is_float else f"halo_mod<{c_type(t)}>({x}, {y})"
+        if op in (n.Min, n.Max):
+            which = "min" if op is n.Min else "max"
+            if t.is_float:
+                return f"halo_f{which}<{c_type(t)}>({x}, {y})"
+            return self.wrap(t, f"{which}({x}, {y})")
+        raise InternalError(f"the CUDA backend can't emit {op.__name__}")
+
+    def wrap(self, t: Type, text: str) -> str:
+        """`text` cast back to `t` where C's integer promotion widened it."""
+        if (t.is_int or t.is_uint) and t.bits < 32 or t.is_float and t.bits == 16:
+            return f"(({c_type(t)}){text})"
+        return text
+
+    def cast(self, t: Type, v: n.Expr) -> str:
+        x = self.expr(v)
+        if t.is_bool:
+            return f"({x} != 0)"
+        if v.type.is_float and v.type.bits == 16 or t.is_float and t.bits == 16:
+            if not v.type.is_float:  # through float, as no integer type converts directly
+                x = f"((float){x})"
+            return f"(({c_type(t)})((float){x}))" if v.type.bits == 16 else \
+                f"(({c_type(t)}){x})"
+        return f"(({c_type(t)}){x})"
+
+    def math(self, t: Type, name: str, args: Sequence[n.Expr]) -> str:
+        values = [self.expr(a) for a in args]
+        if name == "abs" and not t.is_float:
+            return f"halo_abs<{c_type(t)}>({values[0]})" if t.is_int else values[0]
+        if name not in _MATH or not t.is_float:
+            raise InternalError(f"math function {name!r} on {t}")
+        if t.bits == 16:
+            inner = ", ".join(f"(float){x}" for x in values)
+            return f"((__half){_MATH[name]}f({inner}))"
+        suffix = "f" if t.bits == 32 else ""
+        return f"{_MATH[name]}{suffix}({', '.join(values)})"
+
+
+def _replace_load(e: n.Expr, old: n.Load, new: n.Var) -> n.Expr:
+    return rewrite(e, lambda x: new if x == old else None)
+
+
+def _is_zero(e: n.Expr) -> bool:
+    return isinstance(e, n.Const) and e.value == 0
+
+
+def _strip(text: str) -> str:
+    """`text` without the parentheses around all of it."""
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and i < len(text) - 1:
+                return text
+        return text[1:-1]
+    return text
+
+
+def _constant(t: Type, v: int | float) -> str:
+    if t.is_bool:
+        return "true" if v else "false"
+    if t.is_float:
+        v = float(v)
+        if math.isnan(v):
+            text = "__int_as_float(0x7fc00000)" if t.bits != 64 else \
+                "__longlong_as_double(0x7ff8000000000000LL)"
+        elif math.isinf(v):
+            sign = "-" if v < 0 else ""
+            text = f"{sign}__int_as_float(0x7f800000)" if t.bits != 64 else \
+                f"{sign}__longlong_as_double(0x7ff0000000000000LL)"
+        else:  # repr round-trips, so the literal is exact also as a float32
+            text = repr(v) + ("f" if t.bits != 64 else "")
+        return f"((__half){text})" if t.bits == 16 else f"({text})" if v < 0 else text
+    v = int(v)
+    if t.bits == 64:
+        text = f"{v}LL" if t.is_int else f"{v}ULL"
+        if t.is_int and v == -(2**63):
+            text = "(-9223372036854775807LL - 1)"
+    elif t.bits == 32 and t.is_uint:
+        text = f"{v}u"
+    elif t.bits == 32:
+        text = f"{v}" if v != -(2**31) else "(-2147483647 - 1)"
+    else:
+        return f"(({c_type(t)}){v})"
+    return f"({text})" if v < 0 else text

@@ -1,0 +1,286 @@
+"""Fusing the thread loops of a GPU kernel into one block of threads (Halide's
+FuseGPUThreadLoops is the model).
+
+A kernel (the body of one nest of GPU block loops) may hold several thread-loop nests one
+after another: the producer phase of a Func stored in shared memory, then its consumer's
+phase. All of them run on the same threads of the block, so:
+
+* the block's shape is, per axis, the largest constant upper bound of the thread-loop
+  extents of that axis (the innermost thread loop of a nest is axis x, the next y, then
+  z); each thread loop then runs over the whole block and guards its own extent
+  (`for t in gpu_thread(bx): if t < min + extent: ...`), so partial tiles are guarded;
+* a `__syncthreads()` (`sync_threads()`) separates phases where a kernel has shared
+  memory: between consecutive phases, and at the end of a serial loop's body whose
+  phases run again in its next iteration (a producer must not overwrite what a slower
+  thread still reads);
+* stores at block level (outside every thread loop) run on the block's first thread only.
+
+It also refuses what no GPU runs: a thread-loop extent without a constant bound, more than
+1024 threads a block, more shared memory than a block may hold statically. It runs last,
+on flat IR, for GPU targets only.
+"""
+from __future__ import annotations
+
+from math import prod
+
+from halo.analysis.simplify import simplify
+from halo.analysis.upper_bound import constant_upper_bound
+from halo.errors import ScheduleError
+from halo.ir import nodes as n
+from halo.ir.nodes import const
+from halo.ir.printer import expr_to_str
+from halo.ir.substitute import expand_lets
+from halo.ir.types import bool_, int32
+from halo.ir.visitor import IRMutator, walk
+from halo.lower.context import LowerContext
+from halo.lower.gpu_levels import loop_func
+from halo.schedule.records import stage_label
+
+MAX_THREADS_PER_BLOCK = 1024
+# Statically allocated shared memory of one block (every architecture from sm_70 on).
+MAX_SHARED_BYTES = 48 * 1024
+SYNC_THREADS = "gpu_sync_threads"
+FIRST_THREAD = "gpu_first_thread"
+
+
+def sync_threads() -> n.Stmt:
+    """A barrier of the block's threads, ordering their shared-memory accesses."""
+    return n.Evaluate(n.Call(int32, SYNC_THREADS, (), n.CallKind.INTRINSIC))
+
+
+def first_thread() -> n.Expr:
+    """True on the block's first thread (thread index 0 on every axis)."""
+    return n.Call(bool_, FIRST_THREAD, (), n.CallKind.INTRINSIC)
+
+
+def fuse_gpu_thread_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    """Each kernel's thread loops as one block of threads (see the module)."""
+    return _Kernels().mutate(stmt)
+
+
+def block_shape(kernel: n.For) -> tuple[int, int, int]:
+    """The threads of a fused kernel's block along x, y and z (its thread loops' extents)."""
+    dims = [1, 1, 1]
+    for chain in _thread_chains(kernel):
+        for axis, loop in enumerate(reversed(chain)):
+            if isinstance(loop.extent, n.Const):
+                dims[axis] = max(dims[axis], int(loop.extent.value))
+    return dims[0], dims[1], dims[2]
+
+
+def _thread_chains(s: n.Stmt) -> list[list[n.For]]:
+    """The thread-loop nests under `s`, each as its loops outermost first."""
+    found: list[list[n.For]] = []
+
+    def visit(x: n.Stmt) -> None:
+        if isinstance(x, n.For) and x.kind is n.ForKind.GPU_THREAD:
+            chain = [x]
+            while isinstance(chain[-1].body, n.For) and chain[-1].body.kind is x.kind:
+                chain.append(chain[-1].body)
+            found.append(chain)
+            return
+        for child in _stmt_children(x):
+            visit(child)
+    visit(s)
+    return found
+
+
+def _stmt_children(s: n.Stmt) -> list[n.Stmt]:
+    match s:
+        case n.Block(stmts=stmts):
+            return list(stmts)
+        case n.IfThenElse(then_case=t, else_case=e):
+            return [t] if e is None else [t, e]
+        case n.ProducerConsumer(produce=p, consume=c):
+            return [p, c]
+        case n.For() | n.LetStmt() | n.Allocate() | n.Atomic():
+            return [s.body]
+    return []
+
+
+def _has_thread_loop(s: n.Stmt) -> bool:
+    return any(isinstance(x, n.For) and x.kind is n.ForKind.GPU_THREAD for x in walk(s))
+
+
+def _has_store(s: n.Stmt) -> bool:
+    return any(isinstance(x, n.Store) for x in walk(s))
+
+
+class _RegisterIndices(IRMutator):
+    """Accesses to a thread's own buffers ("stack": registers) at indices that are
+    constants once the lets around them are seen through (`acc[min_i * 4 + min_j -
+    acc.min.0 * 4 - acc.min.1 + 5]` is `acc[5]`) get the constant: CUDA keeps such an
+    array in registers only when every index is a compile-time constant."""
+
+    def __init__(self) -> None:
+        self.lets: dict[str, n.Expr] = {}
+        self.registers: set[str] = set()
+
+    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
+        self.lets[s.name] = s.value
+        try:
+            return self.mutate_children(s)
+        finally:
+            del self.lets[s.name]
+
+    def visit_Allocate(self, a: n.Allocate) -> n.Stmt:
+        if a.scope == "stack":
+            self.registers.add(a.name)
+        return self.mutate_children(a)
+
+    def _index(self, index: n.Expr) -> n.Expr:
+        folded = simplify(expand_lets(index, self.lets))
+        return folded if isinstance(folded, n.Const) else index
+
+    def visit_Load(self, x: n.Load) -> n.Expr:
+        x = self.mutate_children(x)
+        if x.name not in self.registers:
+            return x
+        return n.Load(x.type, x.name, self._index(x.index), x.predicate)
+
+    def visit_Store(self, x: n.Store) -> n.Stmt:
+        x = self.mutate_children(x)
+        if x.name not in self.registers:
+            return x
+        return n.Store(x.name, self._index(x.index), x.value, x.predicate)
+
+
+class _Kernels(IRMutator):
+    """Finds the kernels (outermost block loops) under the host code and fuses each."""
+
+    def __init__(self) -> None:
+        self.lets: dict[str, n.Expr] = {}
+
+    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
+        self.lets[s.name] = s.value
+        try:
+            return self.mutate_children(s)
+        finally:
+            del self.lets[s.name]
+
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        if loop.kind is not n.ForKind.GPU_BLOCK:
+            return self.mutate_children(loop)
+        return _Fuse(loop, dict(self.lets)).kernel()
+
+
+class _Fuse:
+    """One kernel: its block shape, limits, guarded thread loops, barriers."""
+
+    def __init__(self, kernel: n.For, lets: dict[str, n.Expr]):
+        self.kernel_loop = kernel
+        self.label = self._label(kernel.name)
+        self.dims = [1, 1, 1]
+        self._measure(kernel, lets)
+        threads = prod(self.dims)
+        if threads > MAX_THREADS_PER_BLOCK:
+            x, y, z = self.dims
+            raise ScheduleError(
+                f"{self.label}: its GPU blocks would have {threads} threads ({x} x {y} x {z}, "
+                f"from its thread loops and those of the Funcs computed in its blocks); a "
+                f"block has at most {MAX_THREADS_PER_BLOCK}: use smaller thread tiles "
+                "(gpu_tile sizes), or split a thread loop and leave the inner part serial")
+        shared = [a for a in walk(kernel) if isinstance(a, n.Allocate) and a.scope == "shared"]
+        used = sum(int(a.size.value) * a.type.bytes for a in shared
+                   if isinstance(a.size, n.Const))
+        if used > MAX_SHARED_BYTES:
+            parts = ", ".join(f"{a.name} {int(a.size.value) * a.type.bytes} bytes"
+                              for a in shared if isinstance(a.size, n.Const))
+            raise ScheduleError(
+                f"{self.label}: its GPU blocks would use {used} bytes of shared memory ({parts}"
+                f"), more than the {MAX_SHARED_BYTES} a block may hold; use smaller block "
+                "tiles, or store a Func in registers (compute it inside the thread loops)")
+        self.shared = bool(shared)
+        self.threaded = threads > 1
+
+    @staticmethod
+    def _label(loop_name: str) -> str:
+        found = loop_func(loop_name)
+        return loop_name if found is None else stage_label(*found)
+
+    def _measure(self, s: n.Stmt, lets: dict[str, n.Expr]) -> None:
+        """Each axis's threads: the largest constant bound of its thread-loop extents."""
+        match s:
+            case n.LetStmt(name=name, value=value, body=body):
+                self._measure(body, {**lets, name: value})
+                return
+            case n.For(kind=n.ForKind.GPU_THREAD):
+                chain = _thread_chains(s)[0]
+                for axis, loop in enumerate(reversed(chain)):
+                    bound = constant_upper_bound(simplify(expand_lets(loop.extent, lets)))
+                    if bound is None:
+                        raise ScheduleError(
+                            f"{self._label(loop.name)}: thread loop {loop.name} has extent "
+                            f"{expr_to_str(loop.extent)}, which halo can't bound by a "
+                            "constant, so the block's size is unknown; make it a split's "
+                            "inner loop of constant factor (gpu_tile)")
+                    self.dims[axis] = max(self.dims[axis], bound)
+                self._measure(chain[-1].body, lets)
+                return
+        for child in _stmt_children(s):
+            self._measure(child, lets)
+
+    def kernel(self) -> n.Stmt:
+        loop = self.kernel_loop
+        body, _ = self._phases(loop.body)
+        body = _RegisterIndices().mutate(body)
+        return n.For(loop.name, loop.min, loop.extent, loop.kind, body)
+
+    def _phases(self, s: n.Stmt) -> tuple[n.Stmt, bool]:
+        """`s` with barriers between its phases, and whether it holds a phase (work of the
+        block's threads: a thread-loop nest, or stores)."""
+        if not _has_thread_loop(s):
+            if not _has_store(s):
+                return s, False
+            return (n.IfThenElse(first_thread(), s) if self.threaded else s), True
+        match s:
+            case n.For(kind=n.ForKind.GPU_THREAD):
+                return self._guarded(_thread_chains(s)[0]), True
+            case n.Block(stmts=stmts):
+                done = [self._phases(x) for x in stmts]
+                out: list[n.Stmt] = []
+                for i, (x, phase) in enumerate(done):
+                    out.append(x)
+                    if phase and self.shared and any(p for _, p in done[i + 1:]):
+                        out.append(sync_threads())
+                return n.block(*out), any(p for _, p in done)
+            case n.ProducerConsumer(name=name, produce=p, consume=c):
+                (p, pp), (c, cp) = self._phases(p), self._phases(c)
+                if pp and cp and self.shared:
+                    p = n.block(p, sync_threads())
+                return n.ProducerConsumer(name, p, c), pp or cp
+            case n.IfThenElse(condition=cond, then_case=t, else_case=e):
+                (t, tp), (e, ep) = self._phases(t), (None, False) if e is None \
+                    else self._phases(e)
+                return n.IfThenElse(cond, t, e), tp or ep
+            case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
+                body, phase = self._phases(body)
+                # An inner block loop (partition_loops may branch between block loops)
+                # runs once per block: no next iteration to separate; the
+                # next iteration of any other loop runs its phases again after these.
+                if phase and self.shared and kind is not n.ForKind.GPU_BLOCK:
+                    body = n.block(body, sync_threads())
+                return n.For(name, lo, extent, kind, body), phase
+            case n.LetStmt(name=name, value=value, body=body):
+                body, phase = self._phases(body)
+                return n.LetStmt(name, value, body), phase
+            case n.Allocate(name=name, type=t, size=size, body=body, scope=scope):
+                body, phase = self._phases(body)
+                return n.Allocate(name, t, size, body, scope), phase
+        return s, True
+
+    def _guarded(self, chain: list[n.For]) -> n.Stmt:
+        """A thread-loop nest over the whole block, its loops still one nest, the guards
+        of their own extents inside the innermost."""
+        guards = [simplify(n.LT(n.Var(loop.name), n.Add(loop.min, loop.extent)))
+                  for axis, loop in enumerate(reversed(chain))
+                  if loop.extent != const(self.dims[axis])]
+        body = chain[-1].body
+        if guards:
+            condition = guards[0]
+            for g in guards[1:]:
+                condition = n.And(g, condition)
+            body = n.IfThenElse(condition, body)
+        for axis, loop in enumerate(reversed(chain)):
+            body = n.For(loop.name, loop.min, const(self.dims[axis]), loop.kind, body)
+        return body

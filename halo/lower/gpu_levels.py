@@ -1,0 +1,146 @@
+"""GPU levels: where each part of a pipeline lowered for a GPU runs, and the memory each
+Func's buffer lives in.
+
+Code runs at one of three levels: on the host (outside every GPU block loop), at block
+level (inside the block loops of one kernel, outside its thread loops: every thread of the
+block runs it), or at thread level (inside thread loops). This pass, for GPU targets only,
+runs after bounds inference and before storage flattening. It checks:
+
+* every store into a Func runs inside a kernel: a stage computed at root must bind loops
+  to GPU blocks. A Func left without a GPU binding is a ScheduleError that names it and
+  shows the `gpu_tile` call that would place it (halo does not silently run a stage on the
+  host: a GPU pipeline whose stage crawls on one CPU thread would be a trap);
+* thread loops sit inside block loops, and a kernel's block loops (or thread loops) are one
+  nest: a Func computed inside a block binds only threads, one inside threads binds none;
+* the memory each Realize asks for suits its level, and chooses it: on the host, device
+  memory ("global"); at block level, the block's shared memory ("shared", the default
+  there, as in Halide); at thread level, the thread's registers ("local").
+"""
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+from halo.errors import ScheduleError
+from halo.ir import nodes as n
+from halo.ir.visitor import IRMutator
+from halo.lower.context import LowerContext
+from halo.schedule.records import stage_label
+
+
+class Level(Enum):
+    HOST = "host"
+    BLOCK = "block"
+    THREAD = "thread"
+
+
+_BINDINGS = (n.ForKind.GPU_BLOCK, n.ForKind.GPU_THREAD)
+# Loop names are "<func>.s<stage>.<var>..." (schedule_functions).
+_LOOP_NAME = re.compile(r"(?P<func>.+?)\.s(?P<stage>\d+)\.")
+# The memory each level allows, by the scope a schedule asked for: None means refused.
+_SCOPES = {
+    Level.HOST: {"auto": "global", "global": "global", "stack": "global"},
+    Level.BLOCK: {"auto": "shared", "shared": "shared"},
+    Level.THREAD: {"auto": "local", "local": "local", "stack": "local"},
+}
+_WHERE = {Level.HOST: "at root, outside every GPU block loop",
+          Level.BLOCK: "inside a GPU block loop, outside the thread loops",
+          Level.THREAD: "inside GPU thread loops"}
+_FITS = {"global": "compute it at root (or at a loop outside the block loops)",
+         "shared": "compute it at a GPU block loop (compute_at(consumer, block var))",
+         "local": "compute it inside the thread loops (compute_at(consumer, thread var))",
+         "stack": "compute it inside the thread loops (compute_at(consumer, thread var))"}
+
+
+def gpu_levels(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    """Check the GPU levels of `stmt` and set each Realize's scope (see the module)."""
+    return _Levels(ctx).mutate(stmt)
+
+
+def loop_func(loop_name: str) -> tuple[str, int] | None:
+    """The Func and stage index a loop variable belongs to, from its name."""
+    m = _LOOP_NAME.match(loop_name)
+    return None if m is None else (m["func"], int(m["stage"]))
+
+
+class _Levels(IRMutator):
+    def __init__(self, ctx: LowerContext):
+        self.ctx = ctx
+        self.level = Level.HOST
+        self.loops: list[n.For] = []  # the enclosing loops, outermost first
+
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        outer_level = self.level
+        if loop.kind in _BINDINGS:
+            self.level = self._entered(loop)
+        elif loop.kind is n.ForKind.VTHREAD and self.level is not Level.BLOCK:
+            raise ScheduleError(f"{self._stage_of(loop.name)}: vthread loop {loop.name} runs "
+                                f"{_WHERE[self.level]}; vthreads go inside the block loops "
+                                "and outside the thread loops")
+        self.loops.append(loop)
+        try:
+            return self.mutate_children(loop)
+        finally:
+            self.loops.pop()
+            self.level = outer_level
+
+    def _entered(self, loop: n.For) -> Level:
+        """The level inside bound loop `loop`, after checking it may sit where it is."""
+        # The loops of one binding are one nest: the loop just outside binds the same way.
+        chained = bool(self.loops) and self.loops[-1].kind is loop.kind and \
+            loop_func(self.loops[-1].name) == loop_func(loop.name)
+        block = loop.kind is n.ForKind.GPU_BLOCK
+        stage = self._stage_of(loop.name)
+        if block and self.level is not Level.HOST and not chained:
+            raise ScheduleError(
+                f"{stage}: loop {loop.name} is bound to GPU blocks but runs "
+                f"{_WHERE[self.level]} of another stage's kernel; a Func computed inside a "
+                "kernel binds only gpu_threads (or none), its blocks are its consumer's")
+        if not block and self.level is Level.HOST:
+            raise ScheduleError(
+                f"{stage}: thread loop {loop.name} is outside every GPU block loop; bind the "
+                "loops outside it to blocks (gpu_blocks, or gpu_tile for both), or compute "
+                "this Func inside its consumer's block loop (compute_at)")
+        if not block and self.level is Level.THREAD and not chained:
+            raise ScheduleError(
+                f"{stage}: thread loop {loop.name} runs inside another stage's GPU thread "
+                "loops; a Func computed inside thread loops runs in one thread and binds no "
+                "loops (compute it at the block loop to share its work among the threads)")
+        return Level.BLOCK if block else Level.THREAD
+
+    def visit_Realize(self, r: n.Realize) -> n.Stmt:
+        scope = _SCOPES[self.level].get(r.scope)
+        if scope is None:
+            raise ScheduleError(
+                f"{r.name}.store_in({r.scope!r}): {r.name} is computed {_WHERE[self.level]}, "
+                f"where its buffer can't be in {r.scope!r} memory; {_FITS[r.scope]}, or leave "
+                f"out store_in to let halo choose")
+        r = self.mutate_children(r)
+        return n.Realize(r.name, r.type, r.bounds, r.body, scope)
+
+    def visit_Provide(self, p: n.Provide) -> n.Stmt:
+        if self.level is Level.HOST:
+            raise ScheduleError(self._unbound(p.name))
+        return p
+
+    def _stage_of(self, loop_name: str) -> str:
+        found = loop_func(loop_name)
+        return loop_name if found is None else stage_label(*found)
+
+    def _unbound(self, func: str) -> str:
+        stages = [found[1] for found in (loop_func(loop.name) for loop in self.loops)
+                  if found is not None and found[0] == func]
+        label = stage_label(func, stages[-1] if stages else 0)
+        f = self.ctx.env.funcs[func]
+        names = [a.name for a in f.args]
+        if len(names) >= 2:
+            y, x = names[-2:]
+            line = f"{label}.gpu_tile({y}, {x}, {y}o, {x}o, {y}i, {x}i, 8, 32)"
+        elif names:
+            line = f"{label}.gpu_tile({names[0]}, {names[0]}o, {names[0]}i, 128)"
+        else:
+            return (f"{label} runs on the host: a 0-dimensional Func has no loop to bind to "
+                    f"the GPU; compute {func} inside its consumer's kernel (compute_at)")
+        return (f"{label} binds no loop to the GPU, so on target 'cuda' it would run on the "
+                f"host; bind its loops (a Func computed at root is a kernel of its own), "
+                f"e.g. {line}, or compute {func} inside its consumer's kernel (compute_at)")

@@ -1,0 +1,118 @@
+"""Virtual threads (TVM's InjectVirtualThread is the model): a `vthread` loop becomes
+replicated, interleaved code inside each thread.
+
+`for v in vthread(N): S` is pushed as deep into S as it can go: through loops and branches
+that don't depend on v (thread loops included, so the block keeps its shape), lets that
+don't, and buffers allocated inside (each grows N-fold, copy k using part k). Where it stops
+(a store, a loop or branch whose bounds depend on v) the statement is written out N times,
+v = min, ..., min + N - 1, with the lets that depend on v renamed per copy. So a thread
+computes N strided points of a tile side by side, each with registers of its own:
+
+    for v in vthread(2):                       for tx in gpu_thread(32):
+      for tx in gpu_thread(32):           ->     for k in range(K):
+        for k in range(K): acc[..v..] += ...       acc[..0..] += ...; acc[..1..] += ...
+
+This is legal because a vthread loop is a pure loop of one stage (checked when it is
+bound): its iterations write different points, and Funcs computed inside it get private
+storage per copy. Runs after storage flattening (buffers are flat and of constant size
+inside kernels), for GPU targets only.
+"""
+from __future__ import annotations
+
+from halo.analysis.simplify import simplify
+from halo.ir import nodes as n
+from halo.ir.nodes import const
+from halo.ir.substitute import expand_lets, free_vars, substitute
+from halo.ir.visitor import IRMutator, rewrite
+from halo.lower.context import LowerContext
+
+
+def inject_virtual_threads(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
+    """Every vthread loop of `stmt` as interleaved copies (see the module)."""
+    return _VThreads().mutate(stmt)
+
+
+class _VThreads(IRMutator):
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        loop = self.mutate_children(loop)
+        if loop.kind is not n.ForKind.VTHREAD:
+            return loop
+        if not isinstance(loop.extent, n.Const):
+            return n.For(loop.name, loop.min, loop.extent, n.ForKind.SERIAL, loop.body)
+        copies = int(loop.extent.value)
+        substitutions = [{loop.name: n.Add(loop.min, const(k))} for k in range(copies)]
+        return _Push(copies).push(loop.body, substitutions, {loop.name})
+
+
+class _Push:
+    def __init__(self, copies: int):
+        self.copies = copies
+        self.grown: dict[str, int] = {}  # buffers allocated inside: name -> size of a copy
+        self.lets: dict[str, n.Expr] = {}  # the lets passed, to see through extents
+
+    def push(self, s: n.Stmt, subs: list[dict[str, n.Expr]], varying: set[str]) -> n.Stmt:
+        """`s` for every copy; `subs[k]` gives copy k's values of the names in `varying`."""
+        def varies(*es: n.Expr) -> bool:
+            return any(free_vars(e) & varying for e in es)
+        match s:
+            case n.For(name=name, min=lo, extent=extent, kind=kind, body=body) \
+                    if not varies(lo, extent):
+                return n.For(name, lo, extent, kind, self.push(body, subs, varying))
+            case n.For(name=name, min=lo, extent=extent, kind=kind, body=body) \
+                    if self._same_extent(extent, subs) is not None:
+                # Each copy's loop starts elsewhere but runs as long: one loop from 0,
+                # each copy offset by its own start.
+                rebased = [{**sub, name: n.Add(n.Var(name), self._copy(lo, subs, k))}
+                           for k, sub in enumerate(subs)]
+                return n.For(name, const(0), self._same_extent(extent, subs), kind,
+                             self.push(body, rebased, varying | {name}))
+            case n.LetStmt(name=name, value=value, body=body) if not varies(value):
+                self.lets[name] = value
+                return n.LetStmt(name, value, self.push(body, subs, varying))
+            case n.LetStmt(name=name, value=value, body=body):
+                renamed = [f"{name}.v{k}" for k in range(self.copies)]
+                for k, new in enumerate(renamed):
+                    self.lets[new] = self._copy(value, subs, k)
+                inner = self.push(body, [{**sub, name: n.Var(new, value.type)}
+                                         for sub, new in zip(subs, renamed, strict=True)],
+                                  varying | {name})
+                for k in reversed(range(self.copies)):
+                    inner = n.LetStmt(renamed[k], self._copy(value, subs, k), inner)
+                return inner
+            case n.Allocate(name=name, type=t, size=n.Const(value=size), body=body, scope=scope):
+                self.grown[name] = int(size)
+                return n.Allocate(name, t, const(int(size) * self.copies),
+                                  self.push(body, subs, varying), scope)
+            case n.IfThenElse(condition=cond, then_case=then, else_case=other) \
+                    if not varies(cond):
+                return n.IfThenElse(cond, self.push(then, subs, varying),
+                                    None if other is None else self.push(other, subs, varying))
+            case n.Block(stmts=stmts):
+                return n.block(*(self.push(x, subs, varying) for x in stmts))
+            case n.ProducerConsumer(name=name, produce=produce, consume=consume):
+                return n.ProducerConsumer(name, self.push(produce, subs, varying),
+                                          self.push(consume, subs, varying))
+        return n.block(*(self._copy(s, subs, k) for k in range(self.copies)))
+
+    def _same_extent(self, extent: n.Expr, subs: list[dict[str, n.Expr]]) -> n.Const | None:
+        """The one constant every copy's `extent` is, seen through the lets, or None."""
+        values = {simplify(expand_lets(substitute(extent, sub), self.lets)) for sub in subs}
+        if len(values) == 1:
+            (value,) = values
+            if isinstance(value, n.Const):
+                return value
+        return None
+
+    def _copy(self, node, subs: list[dict[str, n.Expr]], k: int):
+        """Copy k of `node`: its varying names replaced, its accesses to buffers allocated
+        inside moved to part k."""
+        node = substitute(node, subs[k])
+
+        def offset(x):
+            if isinstance(x, (n.Load, n.Store)) and x.name in self.grown:
+                index = n.Add(rewrite(x.index, offset), const(k * self.grown[x.name]))
+                if isinstance(x, n.Load):
+                    return n.Load(x.type, x.name, index, x.predicate)
+                return n.Store(x.name, index, rewrite(x.value, offset), x.predicate)
+            return None
+        return rewrite(node, offset) if self.grown else node

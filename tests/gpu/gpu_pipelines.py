@@ -1,0 +1,256 @@
+"""GPU test pipelines: each builder returns (output Func, {input: array}, output shape).
+
+Shared by tests/gpu (run on a GPU against halo.reference) and tests/backends/cuda (the
+emitted CUDA C compiles with nvcc). Sizes are awkward: primes, 1, smaller than a tile.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import halo
+
+RNG = np.random.default_rng(7)
+
+
+def _image(shape, dtype=np.float32, lo=-4, hi=4):
+    if np.dtype(dtype).kind == "f":
+        return RNG.uniform(lo, hi, shape).astype(dtype)
+    return RNG.integers(lo, hi, shape).astype(dtype)
+
+
+def round_up_producer(n=1000):
+    """A producer split with tail='round_up' computes whole tiles past what is read."""
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[x] = inp[x] * 3
+    out[x] = f[x] + f[x + 1]
+    f.compute_root().gpu_tile(x, xo, xi, 128, tail="round_up")
+    out.gpu_tile(x, xo, xi, 64)
+    return out, {inp: _image(((n + 1 + 127) // 128 * 128,))}, (n,)
+
+
+def pointwise_1d(n=997, tail="auto"):
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    out = halo.Func("out")
+    out[x] = halo.sqrt(halo.abs(inp[x])) * 2 + inp[x] * inp[x]
+    out.gpu_tile(x, xo, xi, 128, tail=tail)
+    return out, {inp: _image((n,))}, (n,)
+
+
+def blur_shared(shape=(37, 53), tail="auto"):
+    """Halide's classic blur: the horizontal pass in shared memory per block."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    bh, out = halo.Func("bh"), halo.Func("out")
+    bh[y, x] = inp[y, x] + inp[y, x + 1] + inp[y, x + 2]
+    out[y, x] = (bh[y, x] + bh[y + 1, x] + bh[y + 2, x]) / 9
+    out.gpu_tile(y, x, yo, xo, yi, xi, 8, 32, tail=tail)
+    bh.compute_at(out, xo).store_in("shared").gpu_threads(y, x)
+    h, w = shape
+    return out, {inp: _image((h + 2, w + 2))}, shape
+
+
+def two_kernels(shape=(29, 31)):
+    """A Func computed at root is a kernel of its own, in device memory."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = inp[y, x] * 3 - 7
+    out[y, x] = (f[y, x] + f[y, x + 1]) // 4 + (f[y, x] % 5)
+    f.compute_root().gpu_tile(y, x, yo, xo, yi, xi, 4, 16)
+    out.gpu_tile(y, x, yo, xo, yi, xi, 16, 16)
+    h, w = shape
+    return out, {inp: _image((h, w + 1), np.int32, -1000, 1000)}, shape
+
+
+def registers(shape=(23, 41)):
+    """A reduction computed inside the thread loops lives in registers."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, 5), name="r")
+    s, out = halo.Func("s"), halo.Func("out")
+    s[y, x] = 0.0
+    s[y, x] = s[y, x] + inp[y, x + r.x]
+    out[y, x] = s[y, x] * 0.5
+    out.gpu_tile(y, x, yo, xo, yi, xi, 8, 8)
+    s.compute_at(out, xi)
+    h, w = shape
+    return out, {inp: _image((h, w + 4))}, shape
+
+
+def updates(n=131):
+    """Pure and update stages, each its own kernel."""
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f = halo.Func("f")
+    f[x] = inp[x]
+    f[x] = f[x] * 2 + 1
+    f.gpu_tile(x, xo, xi, 32)
+    f.update(0).gpu_tile(x, xo, xi, 64)
+    return f, {inp: _image((n,))}, (n,)
+
+
+def integers(n=211):
+    """8- and 16-bit wraparound, floor division and modulo of negatives, select, min/max."""
+    x, xo, xi = halo.vars("x xo xi")
+    a = halo.ImageParam(halo.uint8, 1, "a")
+    b = halo.ImageParam(halo.int16, 1, "b")
+    out = halo.Func("out")
+    wrapped = halo.cast(halo.int32, a[x] * a[x] + 200) + halo.cast(halo.int32, b[x] * 300)
+    out[x] = halo.select(b[x] > 0, wrapped // halo.cast(halo.int32, b[x] - 3),
+                         halo.max(wrapped % 7, halo.cast(halo.int32, b[x]) - 9))
+    out.gpu_tile(x, xo, xi, 64)
+    return out, {a: _image((n,), np.uint8, 0, 256), b: _image((n,), np.int16, -300, 300)}, (n,)
+
+
+def matmul_shared(n=45, m=37, k=29):
+    """A matmul: the product accumulated in registers, the B tile in shared memory."""
+    i, j, io, jo, ii, ji = halo.vars("i j io jo ii ji")
+    a = halo.ImageParam(halo.float32, 2, "a")
+    b = halo.ImageParam(halo.float32, 2, "b")
+    r = halo.RDom((0, k), name="r")
+    acc, out = halo.Func("acc"), halo.Func("out")
+    acc[i, j] = 0.0
+    acc[i, j] += a[i, r.x] * b[r.x, j]
+    out[i, j] = acc[i, j]
+    out.gpu_tile(i, j, io, jo, ii, ji, 8, 16)
+    acc.compute_at(out, ji)
+    return out, {a: _image((n, k)), b: _image((k, m))}, (n, m)
+
+
+def block_level(n=50):
+    """gpu_blocks alone: each block's one thread computes its tile."""
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float64, 1, "inp")
+    out = halo.Func("out")
+    out[x] = halo.exp(inp[x]) - halo.floor(inp[x])
+    out.split(x, xo, xi, 7).gpu_blocks(xo)
+    return out, {inp: _image((n,), np.float64)}, (n,)
+
+
+def unrolled_vthread(shape=(19, 70)):
+    """A vthread loop around the thread loops and an unrolled loop inside them."""
+    x, y, xo, yo, xi, yi, v, xii = halo.vars("x y xo yo xi yi v xii")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    out = halo.Func("out")
+    out[y, x] = inp[y, x] * inp[y, x] - 1
+    out.tile(y, x, yo, xo, yi, xi, 4, 32).split(xi, v, xi, 16).split(xi, xi, xii, 4)
+    out.reorder(yo, xo, v, yi, xi, xii)
+    out.gpu_blocks(yo, xo).vthread(v).gpu_threads(yi, xi).unroll(xii)
+    return out, {inp: _image(shape)}, shape
+
+
+def params_and_halves(n=77):
+    """Scalar arguments (Params) and float16 arithmetic, math and casts."""
+    x, xo, xi = halo.vars("x xo xi")
+    h = halo.ImageParam(halo.float16, 1, "h")
+    gain = halo.Param(halo.float32, "gain", 1.5)
+    shift = halo.Param(halo.int32, "shift", -3)
+    out = halo.Func("out")
+    wide = halo.cast(halo.float32, h[x])
+    out[x] = halo.cast(halo.float16, halo.sqrt(halo.abs(wide)) * gain + halo.cast(
+        halo.float32, x + shift)) + h[x] * h[x] - halo.min(h[x], halo.cast(halo.float16, 0.5))
+    out.gpu_tile(x, xo, xi, 32)
+    return out, {h: _image((n,), np.float16)}, (n,)
+
+
+def specialized(n=300):
+    """A specialization picks its own GPU tiling at run time (a branch in the host code)."""
+    x, xo, xi = halo.vars("x xo xi")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    out = halo.Func("out")
+    out[x] = inp[x] * 3 - 1
+    out.specialize(inp.shape[0] > 200).gpu_tile(x, xo, xi, 128)
+    out.gpu_tile(x, xo, xi, 32)
+    return out, {inp: _image((n,))}, (n,)
+
+
+PIPELINES = {
+    "pointwise_1d": pointwise_1d,
+    "round_up_producer": round_up_producer,
+    "pointwise_one": lambda: pointwise_1d(1),
+    "blur_shared": blur_shared,
+    "blur_shared_small": lambda: blur_shared((5, 3)),
+    "blur_shared_guard": lambda: blur_shared((41, 67), "guard"),
+    "two_kernels": two_kernels,
+    "registers": registers,
+    "updates": updates,
+    "integers": integers,
+    "matmul_shared": matmul_shared,
+    "block_level": block_level,
+    "unrolled_vthread": unrolled_vthread,
+    "params_and_halves": params_and_halves,
+    "specialized": specialized,
+    "specialized_small": lambda: specialized(50),
+}
+
+
+def histogram(n=1009, bins=16):
+    """Atomic updates from many threads: atomicAdd on int32."""
+    b, bo, bi, ro, ri = halo.vars("b bo bi ro ri")
+    inp = halo.ImageParam(halo.uint8, 1, "inp")
+    r = halo.RDom((0, n), name="r")
+    h = halo.Func("h")
+    h[b] = 0
+    h[halo.cast(halo.int32, inp[r.x]) % bins] += 1
+    h.gpu_tile(b, bo, bi, 16)
+    h.update(0).atomic().split(r.x, ro, ri, 128).gpu_blocks(ro).gpu_threads(ri)
+    return h, {inp: _image((n,), np.uint8, 0, 256)}, (bins,)
+
+
+def atomic_max_and_float_sum(n=523, bins=8):
+    """Atomic updates without one instruction: max of floats (compare-and-swap loops), and
+    float sums (atomicAdd), per bin."""
+    b, bo, bi, ro, ri = halo.vars("b bo bi ro ri")
+    key = halo.ImageParam(halo.int16, 1, "key")
+    val = halo.ImageParam(halo.float32, 1, "val")
+    r = halo.RDom((0, n), name="r")
+    m = halo.Func("m")
+    m[b] = -1e30
+    m[halo.cast(halo.int32, key[r.x]) % bins] = halo.max(
+        m[halo.cast(halo.int32, key[r.x]) % bins], val[r.x])
+    m.gpu_tile(b, bo, bi, 8)
+    m.update(0).atomic().split(r.x, ro, ri, 64).gpu_blocks(ro).gpu_threads(ri)
+    return m, {key: _image((n,), np.int16, 0, 1000), val: _image((n,))}, (bins,)
+
+
+def narrow_atomic(n=300, bins=5):
+    """A 16-bit atomic update: compare-and-swap on the 32-bit word around it."""
+    b, bo, bi, ro, ri = halo.vars("b bo bi ro ri")
+    inp = halo.ImageParam(halo.int16, 1, "inp")
+    r = halo.RDom((0, n), name="r")
+    h = halo.Func("h")
+    h[b] = halo.cast(halo.int16, 0)
+    h[halo.cast(halo.int32, inp[r.x]) % bins] += inp[r.x]
+    h.gpu_tile(b, bo, bi, 8)
+    h.update(0).atomic().split(r.x, ro, ri, 32).gpu_blocks(ro).gpu_threads(ri)
+    return h, {inp: _image((n,), np.int16, -500, 500)}, (bins,)
+
+
+def rfactor_rows(shape=(13, 1000)):
+    """Row sums made parallel by rfactor: the intermediate over (row, lane) is one kernel,
+    the merge over the lanes another."""
+    y, yo, yi, u, uo, ui = halo.vars("y yo yi u uo ui")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, shape[1]), name="r")
+    total = halo.Func("total")
+    total[y] = 0.0
+    total[y] = total[y] + inp[y, r.x]
+    ro, ri = halo.vars("ro ri")
+    total.update(0).split(r.x, ro, ri, 32)
+    partial = total.update(0).rfactor(ri, u)
+    partial.compute_root().gpu_tile(y, u, yo, uo, yi, ui, 4, 32)
+    partial.update(0).gpu_tile(y, u, yo, uo, yi, ui, 4, 32)
+    total.gpu_tile(y, yo, yi, 8)
+    total.update(0).gpu_tile(y, yo, yi, 8)
+    return total, {inp: _image(shape)}, (shape[0],)
+
+
+PIPELINES.update({
+    "histogram": histogram,
+    "atomic_max_and_float_sum": atomic_max_and_float_sum,
+    "narrow_atomic": narrow_atomic,
+    "rfactor_rows": rfactor_rows,
+})

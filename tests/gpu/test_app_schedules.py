@@ -1,0 +1,83 @@
+"""Each app's GPU schedule (gpu_schedule in apps/) on awkward sizes, against
+halo.reference."""
+import numpy as np
+import pytest
+
+import halo
+from apps import blur, conv_relu, harris, histogram, matmul, softmax, unsharp
+
+RNG = np.random.default_rng(3)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (37, 71), (64, 130)])
+def test_blur(shape):
+    inp, out, funcs = blur.algorithm()
+    blur.gpu_schedule(funcs)
+    image = RNG.random(shape, dtype=np.float32)
+    np.testing.assert_allclose(out.realize(shape, inputs={inp: image}, target="cuda"),
+                               halo.reference(out, shape, inputs={inp: image}), rtol=1e-5)
+
+
+@pytest.mark.parametrize("schedule", [matmul.gpu_schedule, matmul.gpu_schedule_vthread,
+                                      lambda f: matmul.gpu_schedule(f, register_tile=8)],
+                         ids=["registers4", "vthread", "registers8"])
+@pytest.mark.parametrize(("n", "k", "m"), [(1, 1, 1), (67, 13, 45), (128, 64, 192)])
+def test_matmul(n, k, m, schedule):
+    A, B, C, funcs = matmul.algorithm()
+    schedule(funcs)
+    inputs = {A: RNG.random((n, k), dtype=np.float32), B: RNG.random((k, m), dtype=np.float32)}
+    np.testing.assert_allclose(C.realize((n, m), inputs=inputs, target="cuda"),
+                               halo.reference(C, (n, m), inputs=inputs), rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 300), (3, 1024)])
+def test_softmax(shape):
+    x, out, funcs = softmax.algorithm()
+    softmax.gpu_schedule(funcs)
+    data = RNG.standard_normal(shape).astype(np.float32) * 3
+    np.testing.assert_allclose(out.realize(shape, inputs={x: data}, target="cuda"),
+                               halo.reference(out, shape, inputs={x: data}), rtol=1e-5,
+                               atol=1e-7)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (13, 300)])
+def test_histogram(shape):
+    image, hist, funcs = histogram.algorithm()
+    histogram.gpu_schedule(funcs)
+    data = RNG.integers(0, 256, shape).astype(np.uint8)
+    np.testing.assert_array_equal(
+        hist.realize((histogram.BINS,), inputs={image: data}, target="cuda"),
+        halo.reference(hist, (histogram.BINS,), inputs={image: data}))
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 1), (3, 19, 45)])
+def test_unsharp(shape):
+    image, out, funcs = unsharp.algorithm()
+    unsharp.gpu_schedule(funcs)
+    data = RNG.random(shape, dtype=np.float32) + 0.1
+    np.testing.assert_allclose(out.realize(shape, inputs={image: data}, target="cuda"),
+                               halo.reference(out, shape, inputs={image: data}), rtol=1e-4,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 1), (3, 21, 50)])
+def test_harris(shape):
+    image, out, funcs = harris.algorithm()
+    harris.gpu_schedule(funcs)
+    data = RNG.random(shape, dtype=np.float32)
+    size = shape[1:]
+    np.testing.assert_allclose(out.realize(size, inputs={image: data}, target="cuda"),
+                               halo.reference(out, size, inputs={image: data}), rtol=1e-3,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize(("batch", "ci", "co", "h", "w"), [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33)])
+def test_conv_relu(batch, ci, co, h, w):
+    image, weights, bias, relu, funcs = conv_relu.algorithm()
+    conv_relu.gpu_schedule(funcs)
+    inputs = {image: RNG.standard_normal((batch, ci, h, w)).astype(np.float32),
+              weights: RNG.standard_normal((co, ci, 3, 3)).astype(np.float32),
+              bias: RNG.standard_normal(co).astype(np.float32)}
+    shape = (batch, co, h, w)
+    np.testing.assert_allclose(relu.realize(shape, inputs=inputs, target="cuda"),
+                               halo.reference(relu, shape, inputs=inputs), rtol=1e-4, atol=1e-5)
