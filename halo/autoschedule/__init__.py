@@ -20,9 +20,10 @@ from halo.autoschedule.algorithm import Algorithm
 from halo.autoschedule.cost_model import CostModel, analytical
 from halo.autoschedule.emit import schedule_calls
 from halo.autoschedule.loop_nest import nests
+from halo.autoschedule.reductions import rfactor_variants
 from halo.autoschedule.search import Machine, Search, State, root_everything
 from halo.autoschedule.sizes import PLACEHOLDER, resolve_sizes
-from halo.autoschedule.validate import Snapshot, apply_calls, validated
+from halo.autoschedule.validate import Snapshot, Validator, apply_calls
 from halo.errors import HaloError
 from halo.lang.environment import Environment
 from halo.lang.func import Func
@@ -56,10 +57,12 @@ class AutoscheduleResult:
     evaluations: int
     calls: list[Call] = field(repr=False)
     _outputs: list[Func] = field(repr=False)
+    _unscheduled: Snapshot = field(repr=False)
 
     def apply(self) -> None:
-        """Give the Funcs this schedule again (after they were rescheduled)."""
-        Snapshot(self._outputs).restore()
+        """Give the Funcs this schedule again (after they were rescheduled): their
+        schedules as they were before `autoschedule`, then this one."""
+        self._unscheduled.restore()
         apply_calls(self._outputs, self.calls)
 
 
@@ -78,18 +81,20 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
         Func.type.fget(f)) for f in env.funcs.values()))
     deadline = start + (budget_s if budget_s is not None else 30.0) * 0.7
     search = Search(model or analytical(), machine, beam_size, seed, deadline)
-    ranked = search.run(State(alg))
+    variants = rfactor_variants(alg, outputs, machine.cores, machine.lanes,
+                                lambda: _algorithm(Environment.of(outputs), estimates, inputs))
+    ranked = search.run([State(alg), *(State(a, prefix=calls) for calls, a in variants)])
     fallback = root_everything(alg)
-    snapshot = Snapshot(outputs)
+    validator = Validator(outputs, env, alg, target, inputs, _calls(fallback))
     tried = []
     for priced in ranked[:VALIDATED]:
         calls = _calls(priced.state)
         tried.append(Candidate(calls, priced.seconds))
-        if validated(outputs, calls, snapshot, env, alg, target, inputs):
+        if validator.check(calls):
             break
     else:
         calls = _calls(fallback)
-        snapshot.restore()
+        validator.snapshot.restore()
         apply_calls(outputs, calls)
         tried.append(Candidate(calls, search.price([fallback])[0]))
     chosen = tried[-1]
@@ -98,7 +103,8 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
                               schedule_to_json(outputs[0]), chosen.predicted_s,
                               time.monotonic() - start,
                               [Candidate(_calls(p.state), p.seconds) for p in ranked],
-                              search.evaluations, chosen.calls, outputs)
+                              search.evaluations, chosen.calls, outputs,
+                              validator.snapshot)
 
 
 def _outputs(f_or_pipeline) -> list[Func]:
@@ -146,7 +152,7 @@ def _algorithm(env: Environment, estimates: dict | None, inputs: dict | None) ->
 
 
 def _calls(state: State) -> list[Call]:
-    return schedule_calls(state.alg, state.decided, state.locals_,
+    return list(state.prefix) + schedule_calls(state.alg, state.decided, state.locals_,
                           nests(state.alg, state.decided))
 
 

@@ -18,7 +18,7 @@ from halo.analysis.simplify import simplify
 from halo.errors import HaloError
 from halo.ir import nodes as n
 from halo.ir.substitute import substitute
-from halo.ir.visitor import walk
+from halo.ir.visitor import child_nodes
 
 Box = tuple[tuple[int, int], ...]  # inclusive (lo, hi) per dimension, outermost first
 UNBOUNDED = 1 << 40
@@ -33,6 +33,7 @@ class Access:
     is_input: bool
     args: tuple[n.Expr, ...]
     affine: tuple[tuple[tuple[int, ...], int] | None, ...]
+    pattern: tuple[tuple[tuple[int, ...], int] | None, ...] = ()  # affine under clamps
 
 
 @dataclass
@@ -65,6 +66,7 @@ class FuncModel:
     stages: list[StageModel]
     is_output: bool
     consumers: list[tuple[str, int]] = field(default_factory=list)  # (func, stage)
+    lane_dim: int | None = None  # a dimension rfactor made to vectorize, if any
 
     @property
     def has_updates(self) -> bool:
@@ -114,16 +116,17 @@ class Algorithm:
                             tuple(_renamed(a, name, local) for a in s.accesses), s.ops, s.lhs,
                             s.predicated) for s in f.stages]
         k = len(f.dims)
+        identity = tuple((tuple(int(i == j) for j in range(k)), 0) for i in range(k))
         copy = StageModel(name, 0, f.dims, (), (Access(local, False, tuple(
-            n.Var(d) for d in f.dims), tuple((tuple(int(i == j) for j in range(k)), 0)
-                                             for i in range(k))),), Counter(), ())
+            n.Var(d) for d in f.dims), identity, identity),), Counter(), ())
         funcs: dict[str, FuncModel] = {}
         for g in self.funcs.values():
             if g.name == name:
                 funcs[local] = FuncModel(local, f.dims, f.bytes, moved, False)
                 funcs[name] = FuncModel(name, f.dims, f.bytes, [copy], f.is_output)
             else:
-                funcs[g.name] = FuncModel(g.name, g.dims, g.bytes, g.stages, g.is_output)
+                funcs[g.name] = FuncModel(g.name, g.dims, g.bytes, g.stages, g.is_output,
+                                          lane_dim=g.lane_dim)
         return Algorithm(funcs, self.inputs, self.outputs, self.scalars)
 
     def region_read(self, stage: StageModel, access: Access, box: dict[str, tuple[int, int]]
@@ -219,14 +222,33 @@ def _stage_model(func: str, index: int, d, dims: list[str],
             rvars.append((r.name, int(lo_v.value), int(ext_v.value)))
     loop_vars = pure + tuple(r[0] for r in rvars)
     accesses, ops = [], Counter()
-    for node in walk(d.value):
-        if isinstance(node, n.Call) and node.kind in (n.CallKind.FUNC, n.CallKind.INPUT):
-            accesses.append(Access(node.name, node.kind is n.CallKind.INPUT, node.args,
-                                   tuple(_affine(a, loop_vars) for a in node.args)))
-        ops[_op_class(node)] += 1
+    _count(d.value, loop_vars, accesses, ops, index=False)
     lhs = tuple(d.args) if index > 0 else ()
     return StageModel(func, index, pure, tuple(rvars), tuple(accesses), ops, lhs,
                       d.rdom is not None and d.rdom.predicate is not None)
+
+
+def _count(e: n.Expr, loop_vars: tuple[str, ...], accesses: list, ops: Counter,
+           index: bool) -> None:
+    """Record the accesses of `e` and count its operations; those computing an access's
+    coordinates count as `index` (strength-reduced and hoisted in compiled loops)."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, n.Call) and node.kind in (n.CallKind.FUNC, n.CallKind.INPUT):
+            accesses.append(Access(node.name, node.kind is n.CallKind.INPUT, node.args,
+                                   tuple(_affine(a, loop_vars) for a in node.args),
+                                   tuple(_affine(_unclamped(a), loop_vars)
+                                         for a in node.args)))
+            ops[_op_class(node)] += 1
+            for a in node.args:
+                _count(a, loop_vars, accesses, ops, index=True)
+            continue
+        if index and not isinstance(node, (n.Var, n.Const)):
+            ops["index"] += 1
+        else:
+            ops[_op_class(node)] += 1
+        stack.extend(child_nodes(node))
 
 
 def _op_class(node: n.Expr) -> str:
@@ -267,5 +289,13 @@ def _affine(e: n.Expr, names: tuple[str, ...]) -> tuple[tuple[int, ...], int] | 
     return None
 
 
+def _unclamped(e: n.Expr) -> n.Expr:
+    """`e` without the clamps around it (`min(max(e, lo), hi)`, a boundary condition's
+    or a tail's), for the access pattern."""
+    while isinstance(e, (n.Min, n.Max)):
+        e = e.a
+    return e
+
+
 def _renamed(a: Access, old: str, new: str) -> Access:
-    return a if a.callee != old else Access(new, a.is_input, a.args, a.affine)
+    return a if a.callee != old else Access(new, a.is_input, a.args, a.affine, a.pattern)

@@ -165,7 +165,7 @@ def _access_class(s: StageModel, a, inner_var: str | None) -> str:
         return "broadcast"
     k = s.loop_vars.index(inner_var)
     column = []
-    for form in a.affine:
+    for form in a.pattern:
         if form is None:
             return "gather"
         column.append(form[0][k])

@@ -27,6 +27,7 @@ from halo.autoschedule.cost_model import CostModel
 from halo.autoschedule.features import cost_terms, stage_features
 from halo.autoschedule.loop_nest import FuncNest, decision_of, nests
 from halo.autoschedule.space import AT, INLINE, OUTER, ROOT, WHOLE, Decision, Nest, Placement
+from halo.schedule.calls import Call
 
 COARSE_TILES = (4, 16, 64)
 COARSE_VECTORS = (1, 4, 16)
@@ -45,6 +46,7 @@ class State:
     alg: Algorithm
     decisions: tuple[tuple[str, Decision], ...] = ()
     locals_: tuple[str, ...] = ()
+    prefix: tuple[Call, ...] = ()  # calls that made `alg` from the user's (rfactor)
 
     @property
     def order(self) -> list[str]:
@@ -92,9 +94,11 @@ class Search:
         self.evaluations += len(states)
         return [float(x) for x in self.model.predict(terms)]
 
-    def run(self, start: State) -> list[Priced]:
-        """The best complete states found, cheapest first."""
-        beam = [start]
+    def run(self, starts: list[State]) -> list[Priced]:
+        """The best complete states found from any of `starts` (the pipeline, and the
+        pipeline after rfactors), cheapest first."""
+        start = starts[0]
+        beam = list(starts)
         while not all(s.complete for s in beam):
             width = self.beam_size if time.monotonic() < self.deadline else 1
             children = [c for s in beam for c in
@@ -110,9 +114,17 @@ class Search:
         return 0.1 * len(start.alg.funcs)
 
     def _best(self, states: list[State], k: int) -> list[Priced]:
+        """The `k` cheapest states, and the cheapest few of each start (an rfactor pays
+        off only once its intermediate is scheduled, a few steps later)."""
         prices = self.price(states)
         ranked = sorted(range(len(states)), key=lambda i: (prices[i], i))
-        return [Priced(states[i], prices[i]) for i in ranked[:k]]
+        keep = ranked[:k]
+        per_start: dict = {}
+        for i in ranked:
+            per_start.setdefault(states[i].prefix, []).append(i)
+        for group in per_start.values():
+            keep += [i for i in group[:max(1, k // 4)] if i not in keep]
+        return [Priced(states[i], prices[i]) for i in sorted(keep, key=lambda i: (prices[i], i))]
 
     def _refine(self, beam: list[Priced]) -> list[Priced]:
         """The coarse-to-fine pass: each Func's nest moved to its neighbours."""
@@ -135,7 +147,7 @@ class Search:
 def _unique(states: list[State]) -> list[State]:
     seen, out = set(), []
     for s in states:
-        key = (s.decisions, s.locals_)
+        key = (s.decisions, s.locals_, s.prefix)
         if key not in seen:
             seen.add(key)
             out.append(s)
@@ -167,7 +179,7 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
         for nest in _nest_options(f, extents, machine, rng, root=True):
             out.append(state.with_decision(name, Decision(Placement(ROOT), nest)))
         if f.has_updates and name not in state.locals_:
-            local = State(alg.with_local(name), (), (*state.locals_, name))
+            local = replace(state, alg=alg.with_local(name), locals_=(*state.locals_, name))
             for nest in _nest_options(local.alg.funcs[name], extents, machine, rng, root=True):
                 out.append(local.with_decision(name, Decision(Placement(ROOT), nest)))
         return out
@@ -248,19 +260,24 @@ def _nest_options(f, extents: dict[str, int], machine: Machine, rng: random.Rand
             per_dim.append([OUTER] + [t for t in COARSE_TILES if t < e] +
                            ([WHOLE] if e <= 16 else []))
     vectors = [v for v in (lanes, 2 * lanes) if extents[dims[-1]] >= v] or [0]
+    lane_dims = [-1]
+    if f.lane_dim is not None and extents[dims[f.lane_dim]] >= lanes:
+        lane_dims.append(f.lane_dim)
+        vectors = sorted({*vectors, lanes} - {0})
     tiles = list(product(*per_dim))
     if len(tiles) > MAX_CHILDREN:
         tiles = sorted(rng.sample(tiles, MAX_CHILDREN))
     reduction = [False, True] if f.has_updates else [False]
     out = []
-    for t, v, r in product(tiles, vectors, reduction):
+    for t, v, r, vd in product(tiles, vectors, reduction, lane_dims):
         if r and not root:  # a register tile: small dimensions split by their extent
             t = tuple(extents[d] if 1 < extents[d] <= 8 and k < len(dims) - 1 else x
                       for k, (d, x) in enumerate(zip(dims, t, strict=True)))
-        out.append(Nest(t, v, parallel=root, unroll=r, reduction_outer=r))
+        out.append(Nest(t, v, vd, parallel=root, unroll=r, reduction_outer=r))
         outers = sum(1 for x in t if x != WHOLE)
         if root and outers >= 2:
-            out.append(Nest(t, v, parallel=True, fuse_outer=True, unroll=r, reduction_outer=r))
+            out.append(Nest(t, v, vd, parallel=True, fuse_outer=True, unroll=r,
+                            reduction_outer=r))
     return out
 
 

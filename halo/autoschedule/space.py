@@ -3,7 +3,8 @@ stored, and the loop nest of its stages), and the loop nests those decisions mak
 
 A Func's stages share one `Nest`: per dimension a tile factor (`OUTER`: the whole
 dimension is an outer loop, `WHOLE`: an inner loop, f > 1: split into `do` outside and
-`di` inside), the lanes of the stride-1 (last) dimension, parallel outer tiles (the
+`di` inside), the lanes of the vectorized dimension (the stride-1, last one, or the
+lanes an rfactor made), parallel outer tiles (the
 outermost loop, or the two outermost fused), unrolled small inner loops, and for updates
 whether the reduction loops run outside the inner pure loops (a register tile: the
 accumulators of a tile stay in registers while the reduction runs, as in
@@ -22,6 +23,7 @@ INLINE, ROOT, AT = "inline", "root", "at"
 class Nest:
     tiles: tuple[int, ...]
     vector: int = 0
+    vector_dim: int = -1  # the dimension vectorized (its inner loop moves innermost)
     parallel: bool = False
     fuse_outer: bool = False
     unroll: bool = False
@@ -82,7 +84,8 @@ def stage_loops(dims: tuple[str, ...], pure: tuple[str, ...],
         else:
             outer.append(Loop(f"{d}o", d, -(-e // t), t))
             inner.append(Loop(f"{d}i", d, t, 1))
-    last = dims[-1] if dims else None
+    last = dims[nest.vector_dim] if dims else None
+    inner = [lp for lp in inner if lp.var != last] + [lp for lp in inner if lp.var == last]
     vector_innermost = not (update and rvars and not nest.reduction_outer)
     if nest.vector and vector_innermost and inner and inner[-1].var == last and \
             inner[-1].trips >= nest.vector:

@@ -8,8 +8,12 @@ import numpy as np
 import pytest
 
 import halo
-from apps import blur, matmul, unsharp
+from apps import blur, histogram, matmul, softmax, unsharp
+from halo.autoschedule import _algorithm
+from halo.autoschedule.validate import Validator
+from halo.lang.environment import Environment
 from halo.random_programs.random_pipeline import random_pipeline
+from halo.schedule.calls import Call, StageRef
 
 
 def _check(out, inputs, shapes):
@@ -95,3 +99,36 @@ def test_random_pipelines(seed):
     got = built.output.realize(p.output_shape, inputs=inputs, origin=p.output_origin)
     want = halo.reference(built.output, p.output_shape, inputs=inputs, origin=p.output_origin)
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_histogram_parallel_through_rfactor():
+    """A scatter whose pure loops give no parallelism: the schedule rfactors it (partial
+    histograms of blocks of rows, in parallel), and the counts stay exact."""
+    image, hist, _ = histogram.algorithm()
+    data = np.random.default_rng(4).integers(0, 256, (256, 64)).astype(np.uint8)
+    result = halo.autoschedule(hist, estimates={hist: (256,)}, inputs={image: data},
+                               budget_s=10)
+    assert "rfactor" in result.source and "parallel" in result.source
+    np.testing.assert_array_equal(hist.realize((256,), inputs={image: data}),
+                                  np.bincount(data.ravel(), minlength=256))
+
+
+def test_softmax():
+    x, out, _ = softmax.algorithm()
+    data = np.random.default_rng(5).standard_normal((19, 37)).astype(np.float32)
+    halo.autoschedule(out, inputs={x: data}, budget_s=10)
+    _check(out, {x: data}, [(19, 37), (1, 37), (5, 3)])
+
+
+def test_a_failing_candidate_is_refused_and_undone():
+    """The validator refuses a schedule halo rejects and leaves the Funcs as they were."""
+    inp, out, _ = blur.algorithm()
+    env = Environment.of([out])
+    alg = _algorithm(env, {out: (20, 30), inp: (20, 30)}, None)
+    before = halo.schedule_source(out)
+    validator = Validator([out], env, alg, halo.Target("host"), None, [])
+    bad = [Call(StageRef("blur_x"), "compute_at", (StageRef("blur_y"), "nowhere"))]
+    assert not validator.check(bad)
+    assert "nowhere" in validator.reason
+    assert halo.schedule_source(out) == before
+    assert validator.check([Call(StageRef("blur_x"), "compute_root")])
