@@ -56,6 +56,7 @@ class StageFeatures:
     working_set_bytes: int
     unique_lines: int
     loads_per_vector: float
+    accumulator_registers: int
     bytes_read_by_level: dict[str, float] = field(default_factory=dict)
 
 
@@ -84,6 +85,10 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 share = _reuse(st, a, reg_tile)
                 loads += {"broadcast": 0.1, "dense": 1.0, "strided": lanes,
                           "gather": lanes}[cls] / share
+            registers = prod(reg_tile.values()) // max(1, lanes) if reg_tile and \
+                s.rvars else 0
+            if registers > (24 if natural_lanes >= 16 else 12):
+                loads += 2.0  # the accumulators spill: a store and a load per point
             tasks = nest.in_parallel * prod(lp.trips for lp in loops if lp.parallel)
             waves = ceil(tasks / cores)
             idle = 1 - tasks / (waves * cores) if tasks > 1 else 1 - 1 / cores
@@ -108,7 +113,8 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                                   * v for k, v in ops.items()),
                 classes, per, nest.realizations, total, total / max(1, full),
                 innermost.trips if innermost is not None else 1, lanes, tasks, idle, alloc,
-                nest.store_realizations, working, lines, loads, dict(read_by_level)))
+                nest.store_realizations, working, lines, loads, registers,
+                dict(read_by_level)))
     return out
 
 
