@@ -35,7 +35,8 @@ def test_blur_from_input_arrays():
 
 
 def test_source_pasted_back_lowers_the_same():
-    inp, out, _ = blur.algorithm()
+    with halo.NameScope():
+        inp, out, _ = blur.algorithm()
     result = halo.autoschedule(out, estimates={out: (64, 96), inp: (64, 96)}, budget_s=10)
     lowered = str(out.lower())
     with halo.NameScope():
