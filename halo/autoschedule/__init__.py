@@ -27,8 +27,8 @@ from halo.autoschedule.validate import Snapshot, Validator, apply_calls
 from halo.errors import HaloError
 from halo.lang.environment import Environment
 from halo.lang.func import Func
-from halo.lang.schedule_files import schedule_source, schedule_to_json
 from halo.schedule.calls import Call, calls_source
+from halo.schedule.serialize import schedules_source, schedules_to_json
 from halo.target import Target
 
 DEFAULT_BEAM = 8
@@ -98,13 +98,11 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
         apply_calls(outputs, calls)
         tried.append(Candidate(calls, search.price([fallback])[0]))
     chosen = tried[-1]
-    return AutoscheduleResult(schedule_source(outputs[0]) if len(outputs) == 1 else
-                              "\n".join(schedule_source(o) for o in outputs),
-                              schedule_to_json(outputs[0]), chosen.predicted_s,
-                              time.monotonic() - start,
+    schedules = {name: g.schedule for name, g in Environment.of(outputs).funcs.items()}
+    return AutoscheduleResult(schedules_source(schedules), schedules_to_json(schedules),
+                              chosen.predicted_s, time.monotonic() - start,
                               [Candidate(_calls(p.state), p.seconds) for p in ranked],
-                              search.evaluations, chosen.calls, outputs,
-                              validator.snapshot)
+                              search.evaluations, chosen.calls, outputs, validator.snapshot)
 
 
 def _outputs(f_or_pipeline) -> list[Func]:
