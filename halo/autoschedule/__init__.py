@@ -24,7 +24,8 @@ from halo.autoschedule.reductions import rfactor_variants
 from halo.autoschedule.search import Machine, Search, State, root_everything
 from halo.autoschedule.sizes import PLACEHOLDER, resolve_sizes
 from halo.autoschedule.validate import Snapshot, Validator, apply_calls
-from halo.errors import HaloError
+from halo.errors import HaloError, ScheduleError
+from halo.ir.nodes import ForKind
 from halo.lang.environment import Environment
 from halo.lang.func import Func
 from halo.schedule.calls import Call, calls_source
@@ -32,6 +33,8 @@ from halo.schedule.serialize import schedules_source, schedules_to_json
 from halo.target import Target
 
 DEFAULT_BEAM = 8
+DEFAULT_BUDGET_S = 30.0
+SEARCH_SHARE = 0.7  # of the budget; the rest validates (compiles and runs) candidates
 VALIDATED = 3  # candidates lowered and run, best first, until one passes
 
 
@@ -76,33 +79,56 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
     outputs = _outputs(f_or_pipeline)
     target = Target.of(target)
     env = Environment.of(outputs)
+    _check_unscheduled(env)
     alg = _algorithm(env, estimates, inputs)
     machine = Machine(target.num_threads, max(target.natural_vector_size(
         Func.type.fget(f)) for f in env.funcs.values()))
-    deadline = start + (budget_s if budget_s is not None else 30.0) * 0.7
-    search = Search(model or analytical(), machine, beam_size, seed, deadline)
+    budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
+    search = Search(model or analytical(), machine, beam_size, seed,
+                    start + budget * SEARCH_SHARE)
     variants = rfactor_variants(alg, outputs, machine.cores, machine.lanes,
                                 lambda: _algorithm(Environment.of(outputs), estimates, inputs))
     ranked = search.run([State(alg), *(State(a, prefix=calls) for calls, a in variants)])
-    fallback = root_everything(alg)
-    validator = Validator(outputs, env, alg, target, inputs, _calls(fallback))
-    tried = []
-    for priced in ranked[:VALIDATED]:
-        calls = _calls(priced.state)
-        tried.append(Candidate(calls, priced.seconds))
-        if validator.check(calls):
-            break
-    else:
-        calls = _calls(fallback)
-        validator.snapshot.restore()
-        apply_calls(outputs, calls)
-        tried.append(Candidate(calls, search.price([fallback])[0]))
-    chosen = tried[-1]
+    unscheduled = Snapshot(outputs)
+    chosen = None
+    if time.monotonic() < start + budget:
+        validator = Validator(outputs, env, alg, target, inputs, _calls(root_everything(alg)))
+        for k, priced in enumerate(ranked[:VALIDATED]):
+            if k and time.monotonic() >= start + budget:
+                break
+            calls = _calls(priced.state)
+            if validator.check(calls):
+                chosen = Candidate(calls, priced.seconds)
+                break
+    if chosen is None:  # the root schedule: always legal, nothing to check
+        fallback = root_everything(alg)
+        unscheduled.restore()
+        chosen = Candidate(_calls(fallback), search.price([fallback])[0])
+        apply_calls(outputs, chosen.calls)
     schedules = {name: g.schedule for name, g in Environment.of(outputs).funcs.items()}
     return AutoscheduleResult(schedules_source(schedules), schedules_to_json(schedules),
                               chosen.predicted_s, time.monotonic() - start,
                               [Candidate(_calls(p.state), p.seconds) for p in ranked],
-                              search.evaluations, chosen.calls, outputs, validator.snapshot)
+                              search.evaluations, chosen.calls, outputs, unscheduled)
+
+
+def _check_unscheduled(env: Environment) -> None:
+    """The search plans from halo's default nests: a Func that has a schedule already
+    (from a hand schedule, or an earlier autoschedule) is refused, naming what it has."""
+    for f in env.funcs.values():
+        s = f.schedule
+        stage = next((k for k, st in enumerate(s.stages)
+                      if st.transforms or st.rfactor or st.specializations or st.tensorize
+                      or st.atomic or st.allow_races
+                      or any(d.kind is not ForKind.SERIAL for d in st.dims)), None)
+        what = "loop schedule" if stage is not None else "placement" if \
+            s.compute_level is not None or s.store_level is not None else \
+            "cache stage" if s.cache is not None else None
+        if what is not None:
+            raise ScheduleError(
+                f"halo.autoschedule: Func {f.name} already has a {what}; autoschedule "
+                "schedules an unscheduled algorithm (define it again, or call "
+                "result.apply() to restore an earlier autoschedule result)")
 
 
 def _outputs(f_or_pipeline) -> list[Func]:

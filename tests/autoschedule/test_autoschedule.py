@@ -32,6 +32,9 @@ def test_blur_from_input_arrays():
     assert result.predicted_s > 0 and result.candidates
     assert result.candidates[0].predicted_s <= result.candidates[-1].predicted_s
     _check(out, {inp: image}, [(67, 131), (1, 1), (13, 7)])
+    lowered = str(out.lower())
+    result.apply()  # again: the same schedule, not a second copy of it
+    assert str(out.lower()) == lowered
 
 
 def test_source_pasted_back_lowers_the_same():
@@ -154,3 +157,10 @@ def test_pipeline_of_two_outputs():
     want = halo.reference([b, c], (39, 49), inputs={inp: image})
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_a_scheduled_algorithm_is_refused():
+    inp, out, funcs = blur.algorithm()
+    funcs["blur_x"].compute_root()
+    with pytest.raises(halo.ScheduleError, match="Func blur_x already has a placement"):
+        halo.autoschedule(out, estimates={out: (20, 30), inp: (20, 30)})
