@@ -19,7 +19,7 @@ from math import ceil, prod
 
 import numpy as np
 
-from halo.autoschedule.algorithm import Algorithm, StageModel, extent
+from halo.autoschedule.algorithm import Algorithm, StageModel, extent, union
 from halo.autoschedule.loop_nest import FuncNest, decision_of, points
 from halo.autoschedule.space import INLINE, Decision
 
@@ -70,19 +70,26 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
         counts = points(alg, name, nest)
         for s, loops, total in zip(f.stages, nest.loops, counts, strict=True):
             per = total // max(1, nest.realizations)
-            ops, accesses = _expanded(alg, decisions, s)
+            ops = _expanded_ops(alg, decisions, s)
             innermost = loops[-1] if loops else None
             lanes = innermost.trips if innermost is not None and innermost.vector else 1
             inner_var = innermost.var if innermost is not None else None
             classes = Counter()
             loads = 0.0
             reg_tile = _register_tile(loops)
-            for st, a in accesses:
-                cls = _access_class(st, a, inner_var)
+            box = alg.stage_box(s, nest.region)
+            point = {v: (lo, lo) for v, (lo, _) in box.items()}
+            at_point = _reads(alg, decisions, s, point)
+            moved = {v: _reads(alg, decisions, s, {**point, v: (lo, lo + 1)})
+                     for v, (lo, _) in point.items() if v == inner_var or v in reg_tile}
+            for k, (a, region) in enumerate(at_point):
+                cls = _access_class(a, region, moved[inner_var][k][1]
+                                    if inner_var in moved else region)
                 classes[cls] += 1
                 if a.callee == name and reg_tile:
                     continue  # the accumulator stays in registers
-                share = _reuse(st, a, reg_tile)
+                share = prod(trips for v, trips in reg_tile.items()
+                             if v in moved and moved[v][k][1] == region)
                 loads += {"broadcast": 0.1, "dense": 1.0, "strided": lanes,
                           "gather": lanes}[cls] / share
             registers = prod(reg_tile.values()) // max(1, lanes) if reg_tile and \
@@ -93,11 +100,16 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             waves = ceil(tasks / cores)
             idle = 1 - tasks / (waves * cores) if tasks > 1 else 1 - 1 / cores
             alloc = prod(extent(nest.store_region)) * f.bytes
-            box = alg.stage_box(s, nest.region)
             read_by_level: Counter = Counter()
             working = lines = 0
-            for a in s.accesses:
-                region = alg.region_read(s, a, box)
+            footprints: dict = {}  # per buffer read, the union of its taps' regions
+            # A sliding window reads, per store realization, what its stored region needs.
+            read_box, times = (alg.stage_box(s, nest.store_region), nest.store_realizations) \
+                if nest.sliding else (box, nest.realizations)
+            for a, region in _reads(alg, decisions, s, read_box):
+                footprints[a.callee] = (a, union(footprints.get(a.callee, (a, None))[1],
+                                                 region))
+            for a, region in footprints.values():
                 size = _bytes_of(alg, a, region)
                 rows = prod(extent(region)[:-1]) if region else 1
                 row_bytes = (extent(region)[-1] if region else 1) * _elem_bytes(alg, a)
@@ -105,7 +117,7 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 lines += rows * ceil(row_bytes / LINE)
                 home = _home_bytes(alg, func_nests, a)
                 level = _level(home, cache_bytes)
-                read_by_level[level] += size * nest.realizations
+                read_by_level[level] += size * times
             full = prod(extent(alg.full_regions[name])) * (
                 prod(r[2] for r in s.rvars) if s.rvars else 1)
             out.append(StageFeatures(
@@ -145,39 +157,47 @@ def cost_terms(features: list[StageFeatures], cores: int, natural_lanes: int) ->
     return rows
 
 
-def _expanded(alg: Algorithm, decisions: dict[str, Decision], s: StageModel
-              ) -> tuple[Counter, list]:
-    """A stage's operations and accesses with the inlined Funcs it calls substituted
-    (their operations counted once per call)."""
+def _inlined(alg: Algorithm, decisions: dict[str, Decision], s: StageModel, a) -> bool:
+    g = alg.funcs.get(a.callee)
+    return g is not None and not a.is_input and a.callee != s.func and not g.is_output \
+        and decision_of(decisions, g.name).placement.kind == INLINE
+
+
+def _expanded_ops(alg: Algorithm, decisions: dict[str, Decision], s: StageModel) -> Counter:
+    """A stage's operations with the inlined Funcs it calls substituted (their
+    operations counted once per call)."""
     ops = Counter(s.ops)
-    accesses = []
     for a in s.accesses:
-        g = alg.funcs.get(a.callee)
-        if g is not None and not a.is_input and a.callee != s.func and \
-                decision_of(decisions, g.name).placement.kind == INLINE and not g.is_output:
-            inner_ops, inner_accesses = _expanded(alg, decisions, g.stages[0])
-            ops.update(inner_ops)
+        if _inlined(alg, decisions, s, a):
+            ops.update(_expanded_ops(alg, decisions, alg.funcs[a.callee].stages[0]))
             ops["load_func"] -= 1
-            accesses += inner_accesses
+    return ops
+
+
+def _reads(alg: Algorithm, decisions: dict[str, Decision], s: StageModel,
+           box: dict[str, tuple[int, int]]) -> list:
+    """(access, region read) of every buffer the stage reads while its loop variables
+    range over `box`, through the inlined Funcs it calls."""
+    out = []
+    for a in s.accesses:
+        region = alg.region_read(s, a, box)
+        if _inlined(alg, decisions, s, a):
+            g = alg.funcs[a.callee]
+            out += _reads(alg, decisions, g.stages[0], dict(zip(g.dims, region, strict=True)))
         else:
-            accesses.append((s, a))
-    return ops, accesses
+            out.append((a, region))
+    return out
 
 
-def _access_class(s: StageModel, a, inner_var: str | None) -> str:
-    """broadcast (invariant in the innermost loop), dense (stride 1 in the last
-    dimension), strided, or gather (not affine)."""
-    if inner_var is None or inner_var not in s.loop_vars:
+def _access_class(a, region, moved) -> str:
+    """broadcast (the same point as the innermost loop moves), dense (the next point of
+    the last dimension), strided, or gather (not affine)."""
+    if any(form is None for form in a.pattern):
+        return "gather"
+    delta = [m[1] - r[1] for r, m in zip(region, moved, strict=True)]
+    if not any(delta):
         return "broadcast"
-    k = s.loop_vars.index(inner_var)
-    column = []
-    for form in a.pattern:
-        if form is None:
-            return "gather"
-        column.append(form[0][k])
-    if not any(column):
-        return "broadcast"
-    if column[-1] == 1 and not any(column[:-1]):
+    if delta[-1] == 1 and not any(delta[:-1]):
         return "dense"
     return "strided"
 
@@ -192,18 +212,6 @@ def _register_tile(loops) -> dict:
             break
         inner.append(lp)
     return {lp.var: lp.trips for lp in inner} if inner else {}
-
-
-def _reuse(s: StageModel, a, reg_tile: dict) -> int:
-    """How many unrolled or vector iterations share one load of `a` (those of the loop
-    variables it doesn't depend on)."""
-    share = 1
-    for var, trips in reg_tile.items():
-        if var in s.loop_vars:
-            k = s.loop_vars.index(var)
-            if all(form is not None and not form[0][k] for form in a.affine):
-                share *= trips
-    return share
 
 
 def _elem_bytes(alg: Algorithm, a) -> int:
