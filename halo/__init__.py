@@ -4,6 +4,7 @@ Write what to compute with Funcs over Vars, optionally say how with a schedule, 
 it as native code. See README.md and docs/.
 """
 from halo import boundary
+from halo.autoschedule import autoschedule
 from halo.driver import Pipeline
 from halo.errors import (
                          BoundsError,
@@ -74,5 +75,5 @@ __all__ = [
     "ImageParam", "Param", "RDom", "RVar", "Stage", "Var", "abs", "boundary", "cast", "ceil",
     "clamp", "cos", "exp", "floor", "log", "max", "maximum", "min", "minimum", "pow",
     "product", "round", "select", "sin", "sqrt", "sum", "tanh", "vars", "Pipeline", "Target",
-    "reference", "schedule_source", "Intrinsic", "NameScope", "__version__",
+    "reference", "schedule_source", "Intrinsic", "NameScope", "__version__", "autoschedule",
 ]

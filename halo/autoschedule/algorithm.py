@@ -1,0 +1,301 @@
+"""The algorithm as the autoscheduler sees it: every Func's stages with their loop
+variables, the accesses each stage makes (with the Jacobian of the access's arguments
+where they are affine), its operation histogram, and the regions one box of a stage's
+loop variables reads of each Func and input.
+
+Built once per search from the pipeline's Funcs and the sizes (`Algorithm.of`); the
+search never lowers. Regions of affine accesses are interval arithmetic on the Jacobian
+(the fast path); any other argument is bounded by `halo.analysis.interval.bounds_of_expr`
+with constant intervals, as bounds inference bounds it, and memoized by box.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from halo.analysis.interval import Interval, bounds_of_expr
+from halo.analysis.simplify import simplify
+from halo.errors import HaloError
+from halo.ir import nodes as n
+from halo.ir.substitute import substitute
+from halo.ir.visitor import child_nodes
+
+Box = tuple[tuple[int, int], ...]  # inclusive (lo, hi) per dimension, outermost first
+UNBOUNDED = 1 << 40
+
+
+@dataclass(frozen=True)
+class Access:
+    """One call in a stage: `callee[args]`. `affine[k]` is argument k as
+    (coefficients by loop variable of the stage, constant), or None where it isn't
+    affine in them (a clamp, a gather, a division)."""
+    callee: str
+    is_input: bool
+    args: tuple[n.Expr, ...]
+    affine: tuple[tuple[tuple[int, ...], int] | None, ...]
+    pattern: tuple[tuple[tuple[int, ...], int] | None, ...] = ()  # affine under clamps
+
+
+@dataclass
+class StageModel:
+    """One definition of a Func: its loop variables outermost first (pure Vars, then
+    reduction variables with their constant ranges), what it reads, what it computes."""
+    func: str
+    index: int
+    pure: tuple[str, ...]
+    rvars: tuple[tuple[str, int, int], ...]   # (name, min, extent)
+    accesses: tuple[Access, ...]
+    ops: Counter
+    lhs: tuple[n.Expr, ...]
+    predicated: bool = False
+
+    @property
+    def loop_vars(self) -> tuple[str, ...]:
+        return self.pure + tuple(r[0] for r in self.rvars)
+
+    @property
+    def label(self) -> str:
+        return self.func if self.index == 0 else f"{self.func}.update({self.index - 1})"
+
+
+@dataclass
+class FuncModel:
+    name: str
+    dims: tuple[str, ...]
+    bytes: int
+    stages: list[StageModel]
+    is_output: bool
+    consumers: list[tuple[str, int]] = field(default_factory=list)  # (func, stage)
+    lane_dim: int | None = None  # a dimension rfactor made to vectorize, if any
+
+    @property
+    def has_updates(self) -> bool:
+        return len(self.stages) > 1
+
+
+class Algorithm:
+    """The Funcs of a pipeline (realization order: producers first), its inputs'
+    extents and the outputs' boxes, at the estimated sizes."""
+
+    def __init__(self, funcs: dict[str, FuncModel], inputs: dict[str, tuple[Box, int]],
+                 outputs: dict[str, Box], scalars: dict[str, int | float]):
+        self.funcs = funcs
+        self.inputs = inputs
+        self.outputs = outputs
+        self.scalars = scalars
+        self._memo: dict = {}
+        for f in funcs.values():
+            for s in f.stages:
+                for a in s.accesses:
+                    if not a.is_input and a.callee != f.name and a.callee in funcs:
+                        funcs[a.callee].consumers.append((f.name, s.index))
+        self.full_regions = self._full_regions()
+
+    @staticmethod
+    def of(env, input_boxes: dict[str, Box], output_boxes: dict[str, Box],
+           scalars: dict[str, int | float]) -> Algorithm:
+        """The model of `env` (a `halo.lang.environment.Environment`) with the inputs'
+        and outputs' boxes known."""
+        extents = {f"{name}.extent.{k}": hi - lo + 1
+                   for name, box in input_boxes.items() for k, (lo, hi) in enumerate(box)}
+        funcs = {}
+        for name, f in env.funcs.items():
+            stages = [_stage_model(name, k, d, [v.name for v in f.args], {**extents, **scalars})
+                      for k, d in enumerate(f.definitions)]
+            funcs[name] = FuncModel(name, tuple(v.name for v in f.args), f.type.bytes, stages,
+                                    any(o is f for o in env.outputs))
+        inputs = {name: (input_boxes[name], inp.dtype.bytes) for name, inp in env.inputs.items()}
+        return Algorithm(funcs, inputs, output_boxes, {**extents, **scalars})
+
+    def with_local(self, name: str) -> Algorithm:
+        """This algorithm after `name.cache_write("local")`: `name`'s definitions move to
+        `name_local`, and `name` copies it out."""
+        f = self.funcs[name]
+        local = f"{name}_local"
+        moved = [StageModel(local, s.index, s.pure, s.rvars,
+                            tuple(_renamed(a, name, local) for a in s.accesses), s.ops, s.lhs,
+                            s.predicated) for s in f.stages]
+        k = len(f.dims)
+        identity = tuple((tuple(int(i == j) for j in range(k)), 0) for i in range(k))
+        copy = StageModel(name, 0, f.dims, (), (Access(local, False, tuple(
+            n.Var(d) for d in f.dims), identity, identity),), Counter(), ())
+        funcs: dict[str, FuncModel] = {}
+        for g in self.funcs.values():
+            if g.name == name:
+                funcs[local] = FuncModel(local, f.dims, f.bytes, moved, False)
+                funcs[name] = FuncModel(name, f.dims, f.bytes, [copy], f.is_output)
+            else:
+                funcs[g.name] = FuncModel(g.name, g.dims, g.bytes, g.stages, g.is_output,
+                                          lane_dim=g.lane_dim)
+        return Algorithm(funcs, self.inputs, self.outputs, self.scalars)
+
+    def region_read(self, stage: StageModel, access: Access, box: dict[str, tuple[int, int]]
+                    ) -> Box:
+        """The box of `access.callee` that `stage` reads while its loop variables range
+        over `box` (inclusive intervals by name)."""
+        out = []
+        names = stage.loop_vars
+        for k, arg in enumerate(access.args):
+            form = access.affine[k]
+            if form is not None:
+                coefs, lo = form
+                hi = lo
+                for c, v in zip(coefs, names, strict=True):
+                    if c:
+                        a, b = box[v]
+                        lo += c * (a if c > 0 else b)
+                        hi += c * (b if c > 0 else a)
+                out.append((lo, hi))
+            else:
+                out.append(self._bounds(arg, box))
+        return tuple(out)
+
+    def _bounds(self, arg: n.Expr, box: dict[str, tuple[int, int]]) -> tuple[int, int]:
+        key = (arg, tuple(sorted(box.items())))
+        found = self._memo.get(key)
+        if found is None:
+            scope = {v: Interval(n.const(a), n.const(b)) for v, (a, b) in box.items()}
+            bounds = bounds_of_expr(substitute(arg, self._constants), scope)
+            lo = _int_or(bounds.min, -UNBOUNDED)
+            hi = _int_or(bounds.max, UNBOUNDED)
+            found = self._memo[key] = (lo, hi)
+        return found
+
+    @property
+    def _constants(self) -> dict[str, n.Expr]:
+        return {k: n.const(v) for k, v in self.scalars.items()}
+
+    def stage_box(self, stage: StageModel, region: Box) -> dict[str, tuple[int, int]]:
+        """The loop variables' ranges of `stage` over the Func's `region`."""
+        f = self.funcs[stage.func]
+        box = {d: region[k] for k, d in enumerate(f.dims) if d in stage.pure}
+        for name, lo, extent in stage.rvars:
+            box[name] = (lo, lo + extent - 1)
+        return box
+
+    def _full_regions(self) -> dict[str, Box]:
+        """The region of every Func that the outputs need (what compute_root realizes),
+        consumers before producers."""
+        regions: dict[str, Box] = dict(self.outputs)
+        for f in reversed(list(self.funcs.values())):
+            if f.name not in regions:
+                raise HaloError(f"Func {f.name} is not read by any output")
+            for s in f.stages:
+                box = self.stage_box(s, regions[f.name])
+                for a in s.accesses:
+                    if not a.is_input and a.callee in self.funcs and a.callee != f.name:
+                        read = self.region_read(s, a, box)
+                        regions[a.callee] = union(regions.get(a.callee), read)
+        return regions
+
+
+def union(a: Box | None, b: Box) -> Box:
+    if a is None:
+        return b
+    return tuple((min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b, strict=True))
+
+
+def extent(box: Box) -> tuple[int, ...]:
+    return tuple(hi - lo + 1 for lo, hi in box)
+
+
+def _int_or(e: n.Expr | None, default: int) -> int:
+    if e is not None:
+        e = simplify(e)
+        if isinstance(e, n.Const):
+            return int(e.value)
+    return default
+
+
+def _stage_model(func: str, index: int, d, dims: list[str],
+                 constants: dict[str, int | float]) -> StageModel:
+    pure = tuple(dims) if index == 0 else tuple(v for v in dims if v in d.pure_var_names())
+    rvars = []
+    if d.rdom is not None:
+        values = {k: n.const(v) for k, v in constants.items()}
+        for r, (lo, ext) in zip(d.rdom.rvars, d.rdom.bounds, strict=True):
+            lo_v, ext_v = (simplify(substitute(e.node, values)) for e in (lo, ext))
+            if not (isinstance(lo_v, n.Const) and isinstance(ext_v, n.Const)):
+                raise HaloError(f"Func {func}: the range of {r.name} depends on a value with "
+                                "no estimate; pass estimates= for the inputs and Params it "
+                                "reads")
+            rvars.append((r.name, int(lo_v.value), int(ext_v.value)))
+    loop_vars = pure + tuple(r[0] for r in rvars)
+    accesses, ops = [], Counter()
+    _count(d.value, loop_vars, accesses, ops, index=False)
+    lhs = tuple(d.args) if index > 0 else ()
+    return StageModel(func, index, pure, tuple(rvars), tuple(accesses), ops, lhs,
+                      d.rdom is not None and d.rdom.predicate is not None)
+
+
+def _count(e: n.Expr, loop_vars: tuple[str, ...], accesses: list, ops: Counter,
+           index: bool) -> None:
+    """Record the accesses of `e` and count its operations; those computing an access's
+    coordinates count as `index` (strength-reduced and hoisted in compiled loops)."""
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, n.Call) and node.kind in (n.CallKind.FUNC, n.CallKind.INPUT):
+            accesses.append(Access(node.name, node.kind is n.CallKind.INPUT, node.args,
+                                   tuple(_affine(a, loop_vars) for a in node.args),
+                                   tuple(_affine(_unclamped(a), loop_vars)
+                                         for a in node.args)))
+            ops[_op_class(node)] += 1
+            for a in node.args:
+                _count(a, loop_vars, accesses, ops, index=True)
+            continue
+        if index and not isinstance(node, (n.Var, n.Const)):
+            ops["index"] += 1
+        else:
+            ops[_op_class(node)] += 1
+        stack.extend(child_nodes(node))
+
+
+def _op_class(node: n.Expr) -> str:
+    """The operation histogram's bucket of a node."""
+    if isinstance(node, n.Call):
+        return {n.CallKind.FUNC: "load_func", n.CallKind.INPUT: "load_input",
+                n.CallKind.MATH: f"math_{node.name}"}.get(node.kind, "intrinsic")
+    if isinstance(node, (n.Var, n.Const)):
+        return "leaf"
+    kind = type(node).__name__
+    if kind in ("Div", "Mod"):
+        return f"{kind}_{'float' if node.type.is_float else 'int'}"
+    return kind
+
+
+def _affine(e: n.Expr, names: tuple[str, ...]) -> tuple[tuple[int, ...], int] | None:
+    """`e` as integer coefficients of `names` plus a constant, or None."""
+    if isinstance(e, n.Const) and e.type.is_integer:
+        return (0,) * len(names), int(e.value)
+    if isinstance(e, n.Var):
+        if e.name not in names:
+            return None
+        return tuple(int(v == e.name) for v in names), 0
+    if isinstance(e, (n.Add, n.Sub)):
+        a, b = _affine(e.a, names), _affine(e.b, names)
+        if a is None or b is None:
+            return None
+        sign = 1 if isinstance(e, n.Add) else -1
+        return tuple(x + sign * y for x, y in zip(a[0], b[0], strict=True)), a[1] + sign * b[1]
+    if isinstance(e, n.Mul):
+        a, b = _affine(e.a, names), _affine(e.b, names)
+        if a is None or b is None:
+            return None
+        if not any(b[0]):
+            return tuple(x * b[1] for x in a[0]), a[1] * b[1]
+        if not any(a[0]):
+            return tuple(x * a[1] for x in b[0]), a[1] * b[1]
+    return None
+
+
+def _unclamped(e: n.Expr) -> n.Expr:
+    """`e` without the clamps around it (`min(max(e, lo), hi)`, a boundary condition's
+    or a tail's), for the access pattern."""
+    while isinstance(e, (n.Min, n.Max)):
+        e = e.a
+    return e
+
+
+def _renamed(a: Access, old: str, new: str) -> Access:
+    return a if a.callee != old else Access(new, a.is_input, a.args, a.affine, a.pattern)

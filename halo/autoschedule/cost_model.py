@@ -1,0 +1,78 @@
+"""Cost models: what predicts a candidate's run time from its features.
+
+One interface, `CostModel.predict(batch)`: a batch of candidates' per-pipeline cost
+terms (`features.TERMS`, one row per candidate) in, predicted seconds out, the whole
+batch at once (the search predicts all children of a step together). Models:
+
+- `LinearTermsModel`: a weight per term (seconds per unit: per cycle, per byte read
+  from each cache level, per allocation, per parallel task...), the structure of
+  Adams et al. 2019 (coefficients on hand-designed per-stage terms, summed over the
+  stages). `analytical()` is it with hand-set weights for a ~3 GHz core, the default; a
+  learned model is the same class with fitted weights, saved and loaded as JSON
+  (`save`, `load`), never pickle.
+- `RandomModel`: a seeded random prediction, the baseline any model must beat.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from halo.autoschedule.features import TERMS
+
+CYCLE_S = 1 / 3.0e9
+# Seconds per unit of each term, hand-set.
+ANALYTICAL_WEIGHTS = {
+    "compute": CYCLE_S, "loads": CYCLE_S, "gathers": 2 * CYCLE_S,
+    "l1_bytes": 0.02e-9, "l2_bytes": 0.05e-9, "l3_bytes": 0.1e-9, "dram_bytes": 0.25e-9,
+    "store_bytes": 0.05e-9, "heap_allocations": 0.5e-6, "stack_allocations": 5e-9,
+    "parallel_tasks": 0.5e-6, "innermost_loops": 2 * CYCLE_S,
+}
+
+
+class CostModel(Protocol):
+    name: str
+
+    def predict(self, terms: np.ndarray) -> np.ndarray:
+        """Predicted seconds for each row of `terms` (candidates x `TERMS`)."""
+
+
+class LinearTermsModel:
+    """Predicted seconds = terms @ weights."""
+
+    def __init__(self, weights: dict[str, float], name: str = "linear"):
+        unknown = set(weights) - set(TERMS)
+        if unknown:
+            raise ValueError(f"unknown cost terms {sorted(unknown)}; the terms are {TERMS}")
+        self.name = name
+        self.weights = np.array([weights.get(t, 0.0) for t in TERMS])
+
+    def predict(self, terms: np.ndarray) -> np.ndarray:
+        return np.atleast_2d(terms) @ self.weights
+
+    def save(self, path: str | Path) -> None:
+        data = {"name": self.name, "terms": list(TERMS), "weights": self.weights.tolist()}
+        Path(path).write_text(json.dumps(data, indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> LinearTermsModel:
+        data = json.loads(Path(path).read_text())
+        return cls(dict(zip(data["terms"], data["weights"], strict=True)), data["name"])
+
+
+def analytical() -> LinearTermsModel:
+    return LinearTermsModel(ANALYTICAL_WEIGHTS, "analytical")
+
+
+class RandomModel:
+    """Random predictions, the same for the same seed and batch."""
+
+    name = "random"
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def predict(self, terms: np.ndarray) -> np.ndarray:
+        return self.rng.random(len(np.atleast_2d(terms)))

@@ -1,0 +1,82 @@
+"""A search state as halo schedule calls (`halo.schedule.calls.Call`): what applies it to
+the user's Funcs, and, once applied, what `halo.schedule_source` prints.
+
+Per Func, consumers first: `cache_write("local")` where the state keeps an output's
+reduction in registers, then each stage's splits, vectorize, reorder, fuse, unroll and
+parallel, then its placement (inline is halo's default for a pure Func and needs no
+call). The loop names are those `space.stage_loops` gives the search.
+"""
+from __future__ import annotations
+
+from halo.autoschedule.algorithm import Algorithm
+from halo.autoschedule.loop_nest import FuncNest, decision_of
+from halo.autoschedule.space import AT, INLINE, OUTER, ROOT, WHOLE, Decision, Loop, Nest
+from halo.schedule.calls import Call, StageRef
+
+
+def schedule_calls(alg: Algorithm, decisions: dict[str, Decision], locals_: tuple[str, ...],
+                   func_nests: dict[str, FuncNest]) -> list[Call]:
+    """The calls that give the pipeline the schedule of `decisions`."""
+    calls = [Call(StageRef(name), "cache_write", ("local",), result=f"{name}_local")
+             for name in locals_]
+    for f in reversed(list(alg.funcs.values())):
+        p = decision_of(decisions, f.name).placement
+        if p.kind == INLINE and not f.is_output:
+            continue
+        for s, loops in zip(f.stages, func_nests[f.name].loops, strict=True):
+            calls += _stage_calls(StageRef(f.name, s.index), f.dims, s,
+                                  decision_of(decisions, f.name).nest, loops)
+        me = StageRef(f.name)
+        if p.kind == AT:
+            site = StageRef(p.consumer, p.stage)
+            if p.store_loop is not None:
+                calls.append(Call(me, "store_at", (site, _loop(func_nests, p, p.store_loop))))
+            calls.append(Call(me, "compute_at", (site, _loop(func_nests, p, p.loop))))
+        elif p.kind == ROOT and not f.is_output and (not f.has_updates
+                                                     or f.name in _made(locals_)):
+            calls.append(Call(me, "compute_root"))
+    return calls
+
+
+def _made(locals_: tuple[str, ...]) -> set[str]:
+    return {f"{name}_local" for name in locals_}
+
+
+def _loop(func_nests: dict[str, FuncNest], p, k: int) -> str:
+    return func_nests[p.consumer].loops[p.stage][k].name
+
+
+def _stage_calls(at: StageRef, dims: tuple[str, ...], s, nest: Nest | None,
+                 loops: list[Loop]) -> list[Call]:
+    """A stage's loop calls: splits, vectorize, reorder, fuse, unroll, parallel."""
+    if nest is None:
+        return []
+    calls = []
+    order = []  # the loops as the calls so far leave them, outermost first
+    factors = {d: t for d, t in zip(dims, nest.tiles, strict=True) if t not in (OUTER, WHOLE)}
+    for dim in s.loop_vars:
+        if dim in factors:
+            calls.append(Call(at, "split", (dim, f"{dim}o", f"{dim}i", factors[dim])))
+            order += [f"{dim}o", f"{dim}i"]
+        else:
+            order.append(dim)
+    vector = next((lp for lp in loops if lp.vector), None)
+    if vector is not None and vector.name.endswith("_vec"):
+        base = vector.name[:-4]
+        calls.append(Call(at, "vectorize", (base, vector.trips)))
+        order.insert(order.index(base) + 1, vector.name)
+    elif vector is not None:
+        calls.append(Call(at, "vectorize", (vector.name,)))
+    wanted = []
+    for lp in loops:
+        wanted += list(lp.fused) if lp.fused else [lp.name]
+    if wanted != order:
+        calls.append(Call(at, "reorder", tuple(wanted)))
+    for lp in loops:
+        if lp.fused:
+            calls.append(Call(at, "fuse", (*lp.fused, lp.name)))
+        if lp.unrolled:
+            calls.append(Call(at, "unroll", (lp.name,)))
+        if lp.parallel:
+            calls.append(Call(at, "parallel", (lp.name,)))
+    return calls

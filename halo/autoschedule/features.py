@@ -1,0 +1,239 @@
+"""Features of a candidate schedule, per stage, computed from the Func graph and the
+candidate's loop nest (`loop_nest.nests`) without lowering; docs/autoschedule.md has the
+table.
+
+Algorithm features come from the definitions: the operation histogram (inlined Funcs'
+operations counted at each call of them) and, per access, its class from the Jacobian of
+its arguments with respect to the innermost loop (`ACCESS_CLASSES`). Schedule features
+come from the nest: points computed per realization and in total, the recompute over the
+points the outputs need, bytes allocated and where, the working set and unique cache
+lines read per realization, the innermost loop, vector lanes, parallel tasks and the
+cores a last wave leaves idle. `cost_terms` folds them into the per-stage terms a cost
+model weighs.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from math import ceil, prod
+
+import numpy as np
+
+from halo.autoschedule.algorithm import Algorithm, StageModel, extent, union
+from halo.autoschedule.loop_nest import FuncNest, decision_of, points
+from halo.autoschedule.space import INLINE, Decision
+
+LINE = 64  # bytes per cache line
+ACCESS_CLASSES = ("broadcast", "dense", "strided", "gather")
+# Cycles per operation, scalar; a vector instruction does `lanes` of them.
+OP_CYCLES = {"Add": 1, "Sub": 1, "Mul": 1, "Min": 1, "Max": 1, "Select": 1, "Cast": 1,
+             "Div_float": 4, "Mod_float": 8, "Div_int": 8, "Mod_int": 8, "EQ": 1, "NE": 1,
+             "LT": 1, "LE": 1, "And": 1, "Or": 1, "Xor": 1, "Not": 1, "Let": 0}
+MATH_CYCLES = 20
+# The cost model's terms, per stage (`cost_terms`).
+TERMS = ("compute", "loads", "gathers", "l1_bytes", "l2_bytes", "l3_bytes", "dram_bytes",
+         "store_bytes", "heap_allocations", "stack_allocations", "parallel_tasks",
+         "innermost_loops")
+
+
+@dataclass
+class StageFeatures:
+    """One stage of a Func computed (not inlined) under a candidate schedule."""
+    label: str
+    ops: Counter
+    op_cycles: float
+    access_classes: Counter
+    points_per_realization: int
+    realizations: int
+    points: int
+    recompute: float
+    innermost_extent: int
+    vector_lanes: int
+    parallel_tasks: int
+    idle_core_fraction: float
+    allocation_bytes: int
+    allocations: int
+    working_set_bytes: int
+    unique_lines: int
+    loads_per_vector: float
+    accumulator_registers: int
+    bytes_read_by_level: dict[str, float] = field(default_factory=dict)
+
+
+def stage_features(alg: Algorithm, decisions: dict[str, Decision],
+                   func_nests: dict[str, FuncNest], cores: int, natural_lanes: int,
+                   cache_bytes: tuple[int, int, int]) -> list[StageFeatures]:
+    """The features of every stage of every Func not inlined."""
+    out = []
+    for name, nest in func_nests.items():
+        f = alg.funcs[name]
+        counts = points(alg, name, nest)
+        for s, loops, total in zip(f.stages, nest.loops, counts, strict=True):
+            per = total // max(1, nest.realizations)
+            ops = _expanded_ops(alg, decisions, s)
+            innermost = loops[-1] if loops else None
+            lanes = innermost.trips if innermost is not None and innermost.vector else 1
+            inner_var = innermost.var if innermost is not None else None
+            classes = Counter()
+            loads = 0.0
+            reg_tile = _register_tile(loops)
+            box = alg.stage_box(s, nest.region)
+            point = {v: (lo, lo) for v, (lo, _) in box.items()}
+            at_point = _reads(alg, decisions, s, point)
+            moved = {v: _reads(alg, decisions, s, {**point, v: (lo, lo + 1)})
+                     for v, (lo, _) in point.items() if v == inner_var or v in reg_tile}
+            for k, (a, region) in enumerate(at_point):
+                cls = _access_class(a, region, moved[inner_var][k][1]
+                                    if inner_var in moved else region)
+                classes[cls] += 1
+                if a.callee == name and reg_tile:
+                    continue  # the accumulator stays in registers
+                share = prod(trips for v, trips in reg_tile.items()
+                             if v in moved and moved[v][k][1] == region)
+                loads += {"broadcast": 0.1, "dense": 1.0, "strided": lanes,
+                          "gather": lanes}[cls] / share
+            registers = prod(reg_tile.values()) // max(1, lanes) if reg_tile and \
+                s.rvars else 0
+            if registers > (24 if natural_lanes >= 16 else 12):
+                loads += 2.0  # the accumulators spill: a store and a load per point
+            tasks = nest.in_parallel * prod(lp.trips for lp in loops if lp.parallel)
+            waves = ceil(tasks / cores)
+            idle = 1 - tasks / (waves * cores) if tasks > 1 else 1 - 1 / cores
+            alloc = prod(extent(nest.store_region)) * f.bytes
+            read_by_level: Counter = Counter()
+            working = lines = 0
+            footprints: dict = {}  # per buffer read, the union of its taps' regions
+            # A sliding window reads, per store realization, what its stored region needs.
+            read_box, times = (alg.stage_box(s, nest.store_region), nest.store_realizations) \
+                if nest.sliding else (box, nest.realizations)
+            for a, region in _reads(alg, decisions, s, read_box):
+                footprints[a.callee] = (a, union(footprints.get(a.callee, (a, None))[1],
+                                                 region))
+            for a, region in footprints.values():
+                size = _bytes_of(alg, a, region)
+                rows = prod(extent(region)[:-1]) if region else 1
+                row_bytes = (extent(region)[-1] if region else 1) * _elem_bytes(alg, a)
+                working += size
+                lines += rows * ceil(row_bytes / LINE)
+                home = _home_bytes(alg, func_nests, a)
+                level = _level(home, cache_bytes)
+                read_by_level[level] += size * times
+            full = prod(extent(alg.full_regions[name])) * (
+                prod(r[2] for r in s.rvars) if s.rvars else 1)
+            out.append(StageFeatures(
+                s.label, ops, sum(OP_CYCLES.get(k, MATH_CYCLES if k.startswith("math") else 0)
+                                  * v for k, v in ops.items()),
+                classes, per, nest.realizations, total, total / max(1, full),
+                innermost.trips if innermost is not None else 1, lanes, tasks, idle, alloc,
+                nest.store_realizations, working, lines, loads, registers,
+                dict(read_by_level)))
+    return out
+
+
+def cost_terms(features: list[StageFeatures], cores: int, natural_lanes: int) -> np.ndarray:
+    """The per-pipeline sum of each stage's terms (`TERMS`), each already divided by the
+    speedup its parallel loop gives."""
+    rows = np.zeros(len(TERMS))
+    for f in features:
+        speedup = f.parallel_tasks / ceil(f.parallel_tasks / cores) if f.parallel_tasks > 1 \
+            else 1.0
+        efficiency = min(f.vector_lanes, 2 * natural_lanes) if f.vector_lanes > 1 else 1
+        if f.vector_lanes > natural_lanes:
+            efficiency = natural_lanes * 1.15  # two registers: more in flight, not wider
+        level = f.bytes_read_by_level
+        memory_speedup = min(speedup, 2.0)
+        rows += np.array([
+            f.points * f.op_cycles / efficiency / speedup,
+            f.points * f.loads_per_vector / max(1, f.vector_lanes) / speedup,
+            f.points * f.access_classes["gather"] / speedup,
+            level.get("l1", 0) / speedup, level.get("l2", 0) / speedup,
+            level.get("l3", 0) / memory_speedup, level.get("dram", 0) / memory_speedup,
+            f.points * 4 / memory_speedup,
+            f.allocations if f.allocation_bytes > 65536 else 0,
+            f.allocations if f.allocation_bytes <= 65536 else 0,
+            f.parallel_tasks if f.parallel_tasks > 1 else 0,
+            f.points / max(1, f.innermost_extent) / speedup,
+        ])
+    return rows
+
+
+def _inlined(alg: Algorithm, decisions: dict[str, Decision], s: StageModel, a) -> bool:
+    g = alg.funcs.get(a.callee)
+    return g is not None and not a.is_input and a.callee != s.func and not g.is_output \
+        and decision_of(decisions, g.name).placement.kind == INLINE
+
+
+def _expanded_ops(alg: Algorithm, decisions: dict[str, Decision], s: StageModel) -> Counter:
+    """A stage's operations with the inlined Funcs it calls substituted (their
+    operations counted once per call)."""
+    ops = Counter(s.ops)
+    for a in s.accesses:
+        if _inlined(alg, decisions, s, a):
+            ops.update(_expanded_ops(alg, decisions, alg.funcs[a.callee].stages[0]))
+            ops["load_func"] -= 1
+    return ops
+
+
+def _reads(alg: Algorithm, decisions: dict[str, Decision], s: StageModel,
+           box: dict[str, tuple[int, int]]) -> list:
+    """(access, region read) of every buffer the stage reads while its loop variables
+    range over `box`, through the inlined Funcs it calls."""
+    out = []
+    for a in s.accesses:
+        region = alg.region_read(s, a, box)
+        if _inlined(alg, decisions, s, a):
+            g = alg.funcs[a.callee]
+            out += _reads(alg, decisions, g.stages[0], dict(zip(g.dims, region, strict=True)))
+        else:
+            out.append((a, region))
+    return out
+
+
+def _access_class(a, region, moved) -> str:
+    """broadcast (the same point as the innermost loop moves), dense (the next point of
+    the last dimension), strided, or gather (not affine)."""
+    if any(form is None for form in a.pattern):
+        return "gather"
+    delta = [m[1] - r[1] for r, m in zip(region, moved, strict=True)]
+    if not any(delta):
+        return "broadcast"
+    if delta[-1] == 1 and not any(delta[:-1]):
+        return "dense"
+    return "strided"
+
+
+def _register_tile(loops) -> dict:
+    """For a stage whose innermost loops are unrolled and vectorized under the reduction
+    loops, the number of times each loaded value is reused from registers, by the inner
+    loop variables it does not depend on."""
+    inner = []
+    for lp in reversed(loops):
+        if not (lp.unrolled or lp.vector):
+            break
+        inner.append(lp)
+    return {lp.var: lp.trips for lp in inner} if inner else {}
+
+
+def _elem_bytes(alg: Algorithm, a) -> int:
+    return alg.inputs[a.callee][1] if a.is_input else alg.funcs[a.callee].bytes
+
+
+def _bytes_of(alg: Algorithm, a, region) -> int:
+    return prod(extent(region)) * _elem_bytes(alg, a) if region else _elem_bytes(alg, a)
+
+
+def _home_bytes(alg: Algorithm, func_nests: dict[str, FuncNest], a) -> int:
+    """The size of the buffer an access reads: its allocation per realization (an
+    inlined Func's values are computed in registers)."""
+    if a.is_input:
+        box, size = alg.inputs[a.callee]
+        return prod(extent(box)) * size
+    nest = func_nests.get(a.callee)
+    if nest is None:
+        return 0
+    return prod(extent(nest.store_region)) * alg.funcs[a.callee].bytes
+
+
+def _level(size: int, cache_bytes: tuple[int, int, int]) -> str:
+    l1, l2, l3 = cache_bytes
+    return "l1" if size <= l1 else "l2" if size <= l2 else "l3" if size <= l3 else "dram"

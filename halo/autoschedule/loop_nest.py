@@ -1,0 +1,136 @@
+"""A candidate schedule's loop nest, without lowering: for every Func that is not
+inlined, the region it computes per realization, how many times it is realized, where
+it is stored, and its stages' loops (`FuncNest`), derived from the decisions of the
+search state, consumers before producers.
+
+The regions are what halo's bounds inference computes: a Func at root realizes what all
+its consumers read over the outputs' region; a Func computed at a loop of a consumer
+realizes what the code inside one iteration of that loop reads of it (the consumer's
+points in that iteration, and the Funcs computed inside it, inlined ones through their
+consumers). Tiles shift inwards on pure stages (every tile whole, the last one moved
+back), so a tile's box is the tile's size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from halo.autoschedule.algorithm import Algorithm, Box, extent, union
+from halo.autoschedule.space import AT, INLINE, ROOT, Decision, Loop, Placement, stage_loops
+
+ROOT_DECISION = Decision(Placement(ROOT))
+
+
+@dataclass
+class FuncNest:
+    region: Box               # computed per realization
+    realizations: int
+    store_region: Box         # allocated per store realization
+    store_realizations: int
+    loops: list[list[Loop]]   # per stage, outermost first
+    in_parallel: int          # tasks of the enclosing parallel loop (1: none)
+
+    @property
+    def sliding(self) -> bool:
+        return self.store_realizations != self.realizations
+
+
+def decision_of(decisions: dict[str, Decision], name: str) -> Decision:
+    """The decision for `name`; a Func not decided yet is computed at root."""
+    return decisions.get(name, ROOT_DECISION)
+
+
+def nests(alg: Algorithm, decisions: dict[str, Decision]) -> dict[str, FuncNest]:
+    """The loop nest of every Func not inlined, by name."""
+    out: dict[str, FuncNest] = {}
+    for f in reversed(list(alg.funcs.values())):
+        d = decision_of(decisions, f.name)
+        p = d.placement
+        if p.kind == INLINE and not f.is_output:
+            continue
+        if p.kind == AT:
+            c = out[p.consumer]
+            loops = c.loops[p.stage]
+            region = _demand(alg, decisions, p.consumer, p.stage, c, p.loop)[f.name]
+            n = c.realizations * prod(loop.trips for loop in loops[:p.loop + 1])
+            par = c.in_parallel * prod(loop.trips for loop in loops[:p.loop + 1]
+                                       if loop.parallel)
+            store_region, store_n = region, n
+            if p.store_loop is not None:
+                store_region = _demand(alg, decisions, p.consumer, p.stage, c,
+                                       p.store_loop)[f.name]
+                store_n = c.realizations * prod(loop.trips for loop in loops[:p.store_loop + 1])
+        else:
+            region = alg.full_regions[f.name]
+            n = store_n = par = 1
+            store_region = region
+        extents = dict(zip(f.dims, extent(region), strict=True))
+        loops = [stage_loops(f.dims, s.pure, s.rvars, extents, d.nest, s.index > 0)
+                 for s in f.stages]
+        out[f.name] = FuncNest(region, n, store_region, store_n, loops, par)
+    return out
+
+
+def site_box(alg: Algorithm, func: str, stage: int, nest: FuncNest, loop: int
+             ) -> dict[str, tuple[int, int]]:
+    """The values of stage `stage`'s loop variables inside one iteration of its loop
+    number `loop` (the first tile)."""
+    s = alg.funcs[func].stages[stage]
+    box = alg.stage_box(s, nest.region)
+    for lp in nest.loops[stage][:loop + 1]:
+        for var, inside in [(lp.var, lp.inside), *([lp.fused_with] if lp.fused_with else [])]:
+            lo, hi = box[var]
+            box[var] = (lo, min(hi, lo + inside - 1))
+    return box
+
+
+def _demand(alg: Algorithm, decisions: dict[str, Decision], func: str, stage: int,
+            nest: FuncNest, loop: int) -> dict[str, Box]:
+    """What the code inside one iteration of loop `loop` of `func`'s stage reads of each
+    Func computed inside it (or inlined there)."""
+    s = alg.funcs[func].stages[stage]
+    demand: dict[str, Box] = {}
+    _read(alg, s, site_box(alg, func, stage, nest, loop), demand)
+    names = list(alg.funcs)
+    for name in reversed(names[:names.index(func)]):
+        if name in demand and _inside(decisions, name, func, stage, loop):
+            for t in alg.funcs[name].stages:
+                _read(alg, t, alg.stage_box(t, demand[name]), demand)
+    return demand
+
+
+def _read(alg: Algorithm, s, box: dict[str, tuple[int, int]], demand: dict[str, Box]) -> None:
+    for a in s.accesses:
+        if not a.is_input and a.callee != s.func:
+            demand[a.callee] = union(demand.get(a.callee), alg.region_read(s, a, box))
+
+
+def _inside(decisions: dict[str, Decision], name: str, func: str, stage: int, loop: int
+            ) -> bool:
+    """Whether Func `name` is computed inside loop `loop` of `func`'s stage `stage`
+    (inlined Funcs are, wherever their consumers are)."""
+    p = decision_of(decisions, name).placement
+    while p.kind == AT:
+        if (p.consumer, p.stage) == (func, stage):
+            return p.loop >= loop
+        p = decision_of(decisions, p.consumer).placement
+    return p.kind == INLINE
+
+
+def points(alg: Algorithm, name: str, nest: FuncNest) -> list[int]:
+    """The points each stage of `name` computes over all its realizations (what
+    `Target(count_stores=True)` counts: shifted-in tiles recompute their overlap, guarded
+    update tiles don't, a sliding window computes each point once per store
+    realization)."""
+    f = alg.funcs[name]
+    out = []
+    for s, loops in zip(f.stages, nest.loops, strict=True):
+        if s.index == 0 and nest.sliding:
+            out.append(nest.store_realizations * prod(extent(nest.store_region)))
+        elif s.index == 0:
+            out.append(nest.realizations * prod(loop.trips for loop in loops))
+        else:
+            ext = dict(zip(f.dims, extent(nest.region), strict=True))
+            out.append(nest.realizations * prod(ext[d] for d in s.pure)
+                       * prod(r[2] for r in s.rvars))
+    return out

@@ -1,0 +1,301 @@
+"""Beam search over the schedule space, guided by a cost model.
+
+A state decides the Funcs one at a time, from the outputs back (`State.order`); Funcs
+not decided yet are computed at root with halo's default nest while the state is
+priced. Each step expands every state of the beam into all its children (the next Func
+inlined, at root, or at any legal loop of its consumers, each with the nests
+`_nest_options` draws), prices all children in one batch, and keeps the `beam_size`
+cheapest. A second, finer pass then moves each Func's tile factors by x2 and /2 and
+toggles its vector width, fusion and unrolling, again keeping a beam.
+
+`budget_s` is honoured: when the beam search runs out of time the remaining Funcs are
+decided greedily (a beam of one), and when that runs out too they stay at root. Ties
+break by the order children are made, and the only randomness (which nests to draw when
+there are too many) comes from `seed`, so a search is deterministic for a seed.
+"""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, replace
+from itertools import product
+
+import numpy as np
+
+from halo.autoschedule.algorithm import Algorithm, extent
+from halo.autoschedule.cost_model import CostModel
+from halo.autoschedule.features import cost_terms, stage_features
+from halo.autoschedule.loop_nest import FuncNest, decision_of, nests
+from halo.autoschedule.space import AT, INLINE, OUTER, ROOT, WHOLE, Decision, Nest, Placement
+from halo.schedule.calls import Call
+
+COARSE_TILES = (4, 16, 64)
+COARSE_VECTORS = (1, 4, 16)
+MAX_CHILDREN = 48  # nests per placement; more are sampled with the seed
+
+
+@dataclass(frozen=True)
+class Machine:
+    cores: int
+    lanes: int  # the natural vector width of the widest type the pipeline computes
+    cache_bytes: tuple[int, int, int] = (32 << 10, 1 << 20, 16 << 20)
+
+
+@dataclass(frozen=True)
+class State:
+    alg: Algorithm
+    decisions: tuple[tuple[str, Decision], ...] = ()
+    locals_: tuple[str, ...] = ()
+    prefix: tuple[Call, ...] = ()  # calls that made `alg` from the user's (rfactor)
+
+    @property
+    def order(self) -> list[str]:
+        return list(reversed(self.alg.funcs))
+
+    @property
+    def complete(self) -> bool:
+        return len(self.decisions) == len(self.alg.funcs)
+
+    @property
+    def decided(self) -> dict[str, Decision]:
+        return dict(self.decisions)
+
+    def next_func(self) -> str:
+        return self.order[len(self.decisions)]
+
+    def with_decision(self, name: str, d: Decision) -> State:
+        return replace(self, decisions=(*self.decisions, (name, d)))
+
+
+@dataclass
+class Priced:
+    state: State
+    seconds: float
+
+
+class Search:
+    def __init__(self, model: CostModel, machine: Machine, beam_size: int, seed: int,
+                 deadline: float):
+        self.model = model
+        self.machine = machine
+        self.beam_size = beam_size
+        self.rng = random.Random(seed)
+        self.deadline = deadline
+        self.evaluations = 0
+
+    def price(self, states: list[State]) -> list[float]:
+        """Predicted seconds of each state, in one batch."""
+        if not states:
+            return []
+        m = self.machine
+        terms = np.stack([cost_terms(stage_features(s.alg, s.decided, nests(s.alg, s.decided),
+                                                    m.cores, m.lanes, m.cache_bytes),
+                                     m.cores, m.lanes) for s in states])
+        self.evaluations += len(states)
+        return [float(x) for x in self.model.predict(terms)]
+
+    def run(self, starts: list[State]) -> list[Priced]:
+        """The best complete states found from any of `starts` (the pipeline, and the
+        pipeline after rfactors), cheapest first."""
+        start = starts[0]
+        beam = list(starts)
+        while not all(s.complete for s in beam):
+            width = self.beam_size if time.monotonic() < self.deadline else 1
+            children = [c for s in beam for c in
+                        (children_of(s, self.machine, self.rng) if not s.complete else [s])]
+            if time.monotonic() >= self.deadline + self._grace(start):
+                return [Priced(_rest_at_root(s), float("inf")) for s in beam]
+            beam = [p.state for p in self._best(children, width)]
+        best = self._best(beam, self.beam_size)
+        return self._refine(best)
+
+    def _grace(self, start: State) -> float:
+        """Time past the deadline the greedy finish may take."""
+        return 0.1 * len(start.alg.funcs)
+
+    def _best(self, states: list[State], k: int) -> list[Priced]:
+        """The `k` cheapest states, and the cheapest few of each start (an rfactor pays
+        off only once its intermediate is scheduled, a few steps later)."""
+        prices = self.price(states)
+        ranked = sorted(range(len(states)), key=lambda i: (prices[i], i))
+        keep = ranked[:k]
+        per_start: dict = {}
+        for i in ranked:
+            per_start.setdefault(states[i].prefix, []).append(i)
+        for group in per_start.values():
+            keep += [i for i in group[:max(1, k // 4)] if i not in keep]
+        return [Priced(states[i], prices[i]) for i in sorted(keep, key=lambda i: (prices[i], i))]
+
+    def _refine(self, beam: list[Priced]) -> list[Priced]:
+        """The coarse-to-fine pass: each Func's nest moved to its neighbours."""
+        for name in beam[0].state.order:
+            if time.monotonic() >= self.deadline:
+                break
+            children = [p.state for p in beam]
+            for p in beam:
+                d = p.state.decided.get(name)
+                if d is None or d.nest is None:
+                    continue
+                for nest in _neighbours(d.nest, self.machine.lanes):
+                    new = dict(p.state.decisions)
+                    new[name] = replace(d, nest=nest)
+                    children.append(replace(p.state, decisions=tuple(new.items())))
+            beam = self._best(_unique(children), len(beam))
+        return beam
+
+
+def _unique(states: list[State]) -> list[State]:
+    seen, out = set(), []
+    for s in states:
+        key = (s.decisions, s.locals_, s.prefix)
+        if key not in seen:
+            seen.add(key)
+            out.append(s)
+    return out
+
+
+def _rest_at_root(s: State) -> State:
+    for name in s.order[len(s.decisions):]:
+        s = s.with_decision(name, Decision(Placement(ROOT)))
+    return s
+
+
+def root_everything(alg: Algorithm) -> State:
+    """The fallback: every Func at root (or inlined where halo inlines by default) with
+    halo's default loop nests."""
+    return _rest_at_root(State(alg))
+
+
+def children_of(state: State, machine: Machine, rng: random.Random) -> list[State]:
+    """Every way to decide the state's next Func."""
+    name = state.next_func()
+    alg = state.alg
+    f = alg.funcs[name]
+    decided = state.decided
+    func_nests = nests(alg, decided)
+    out: list[State] = []
+    extents = dict(zip(f.dims, extent(func_nests[name].region), strict=True))
+    if f.is_output:
+        for nest in _nest_options(f, extents, machine, rng, root=True):
+            out.append(state.with_decision(name, Decision(Placement(ROOT), nest)))
+        if f.has_updates and name not in state.locals_:
+            local = replace(state, alg=alg.with_local(name), locals_=(*state.locals_, name))
+            for nest in _nest_options(local.alg.funcs[name], extents, machine, rng, root=True):
+                out.append(local.with_decision(name, Decision(Placement(ROOT), nest)))
+        return out
+    if not f.has_updates:
+        out.append(state.with_decision(name, Decision(Placement(INLINE))))
+    full = dict(zip(f.dims, extent(alg.full_regions[name]), strict=True))
+    for nest in _nest_options(f, full, machine, rng, root=True):
+        out.append(state.with_decision(name, Decision(Placement(ROOT), nest)))
+    for consumer, stage, loop in legal_sites(alg, decided, func_nests, name):
+        stores = [None]
+        if not f.has_updates:
+            stores += sorted({0, loop - 1} - {-1, loop})
+        for store in stores:
+            placement = Placement(AT, consumer, stage, loop, store)
+            trial = state.with_decision(name, Decision(placement))
+            region = nests(alg, trial.decided)[name].region
+            at_extents = dict(zip(f.dims, extent(region), strict=True))
+            for nest in _nest_options(f, at_extents, machine, rng, root=False):
+                out.append(state.with_decision(name, Decision(placement, nest)))
+    return out
+
+
+def legal_sites(alg: Algorithm, decided: dict[str, Decision], func_nests: dict[str, FuncNest],
+                name: str) -> list[tuple[str, int, int]]:
+    """The loops `name` may be computed at: each encloses every use of it."""
+    users = _resolved_consumers(alg, decided, name)
+    sites = []
+    for c, c_nest in func_nests.items():
+        if c not in decided:
+            continue
+        for s, loops in enumerate(c_nest.loops):
+            for k, lp in enumerate(loops):
+                if lp.vector or lp.unrolled:
+                    break
+                if all(u == (c, s) or _inside(decided, u[0], c, s, k) for u in users):
+                    sites.append((c, s, k))
+    return sites
+
+
+def _resolved_consumers(alg: Algorithm, decided: dict[str, Decision], name: str
+                        ) -> set[tuple[str, int]]:
+    """The (Func, stage) pairs that read `name`, inlined consumers replaced by theirs."""
+    out = set()
+    for c, s in alg.funcs[name].consumers:
+        if decision_of(decided, c).placement.kind == INLINE and not alg.funcs[c].is_output:
+            out |= _resolved_consumers(alg, decided, c)
+        else:
+            out.add((c, s))
+    return out
+
+
+def _inside(decided: dict[str, Decision], name: str, func: str, stage: int, loop: int) -> bool:
+    p = decision_of(decided, name).placement
+    while p.kind == AT:
+        if (p.consumer, p.stage) == (func, stage):
+            return p.loop >= loop
+        p = decision_of(decided, p.consumer).placement
+    return False
+
+
+def _nest_options(f, extents: dict[str, int], machine: Machine, rng: random.Random,
+                  root: bool) -> list[Nest]:
+    """Loop nests for Func `f` over `extents`: tiles from `COARSE_TILES` (a root Func)
+    or none (a Func computed at a consumer's tile), the stride-1 dimension vectorized
+    at the natural width or twice it, reductions with and without a register tile."""
+    lanes = machine.lanes
+    dims = f.dims
+    if not dims:
+        return [Nest(())]
+    per_dim = []
+    for k, d in enumerate(dims):
+        e = extents[d]
+        if not root:
+            per_dim.append([WHOLE])
+        elif k == len(dims) - 1:
+            per_dim.append([WHOLE] + [m * lanes for m in COARSE_VECTORS if m * lanes < e])
+        else:
+            per_dim.append([OUTER] + [t for t in COARSE_TILES if t < e] +
+                           ([WHOLE] if e <= 16 else []))
+    vectors = [v for v in (lanes, 2 * lanes) if extents[dims[-1]] >= v] or [0]
+    lane_dims = [-1]
+    if f.lane_dim is not None and extents[dims[f.lane_dim]] >= lanes:
+        lane_dims.append(f.lane_dim)
+        vectors = sorted({*vectors, lanes} - {0})
+    tiles = list(product(*per_dim))
+    if len(tiles) > MAX_CHILDREN:
+        tiles = sorted(rng.sample(tiles, MAX_CHILDREN))
+    reduction = [False, True] if f.has_updates else [False]
+    out = []
+    for t, v, r, vd in product(tiles, vectors, reduction, lane_dims):
+        if r and not root:  # a register tile: small dimensions split by their extent
+            t = tuple(extents[d] if 1 < extents[d] <= 8 and k < len(dims) - 1 else x
+                      for k, (d, x) in enumerate(zip(dims, t, strict=True)))
+        out.append(Nest(t, v, vd, parallel=root, unroll=r, reduction_outer=r))
+        outers = sum(1 for x in t if x != WHOLE)
+        if root and outers >= 2:
+            out.append(Nest(t, v, vd, parallel=True, fuse_outer=True, unroll=r,
+                            reduction_outer=r))
+    return out
+
+
+def _neighbours(nest: Nest, lanes: int) -> list[Nest]:
+    out = []
+    for k, t in enumerate(nest.tiles):
+        if t in (OUTER, WHOLE):
+            continue
+        for new in (t * 2, t // 2):
+            if new > 1 and (k < len(nest.tiles) - 1 or nest.vector == 0
+                            or new % nest.vector == 0):
+                out.append(replace(nest, tiles=nest.tiles[:k] + (new,) + nest.tiles[k + 1:]))
+    if nest.vector:
+        for v in (nest.vector * 2, nest.vector // 2):
+            last = nest.tiles[-1]
+            if lanes <= v <= 2 * lanes and (last in (OUTER, WHOLE) or last % v == 0):
+                out.append(replace(nest, vector=v))
+    if nest.parallel:
+        out.append(replace(nest, fuse_outer=not nest.fuse_outer))
+    out.append(replace(nest, unroll=not nest.unroll))
+    return out

@@ -1,0 +1,129 @@
+"""The loop-nest model against the compiler: the points each Func computes must equal
+`Target(count_stores=True)`'s exact counts, and each allocation's extents the ones
+bounds inference writes (its first realization, with whole tiles where the sizes have
+them), on apps and on random pipelines under random states of the search."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+import halo
+from apps import blur
+from halo.analysis.simplify import simplify
+from halo.autoschedule.algorithm import Algorithm, extent
+from halo.autoschedule.emit import schedule_calls
+from halo.autoschedule.loop_nest import nests, points
+from halo.autoschedule.search import Machine, State, children_of
+from halo.autoschedule.space import AT, INLINE, ROOT, WHOLE, Decision, Nest, Placement
+from halo.autoschedule.validate import apply_calls
+from halo.ir import nodes as n
+from halo.ir.substitute import substitute
+from halo.ir.visitor import child_nodes
+from halo.lang.environment import Environment
+from halo.lower.pipeline import lower
+from halo.random_programs.random_pipeline import random_pipeline
+
+COUNTING = halo.Target("host", count_stores=True)
+
+
+def _counts(out, calls, shape, origin, inputs):
+    apply_calls([out], calls)
+    kernel = out.compile(COUNTING)
+    kernel.run(shape, None, origin, inputs, {})
+    return kernel.store_counts
+
+
+def _allocations(out, alg) -> dict[str, tuple[int, ...]]:
+    """The extents of each Func's first Realize after bounds inference, every loop at its
+    first iteration, the outputs and inputs at their estimated boxes."""
+    env = {}
+    for name, box in [*alg.outputs.items(), *((k, b) for k, (b, _) in alg.inputs.items())]:
+        for k, (lo, hi) in enumerate(box):
+            env[f"{name}.min.{k}"] = n.const(lo)
+            env[f"{name}.extent.{k}"] = n.const(hi - lo + 1)
+    found: dict[str, tuple[int, ...]] = {}
+
+    def value(e):
+        return simplify(substitute(e, env))
+
+    def visit(s):
+        if isinstance(s, n.LetStmt):
+            env[s.name] = value(s.value)
+        elif isinstance(s, n.For):
+            env[s.name] = value(s.min)
+        elif isinstance(s, n.IfThenElse):
+            cond = s.condition
+            if isinstance(cond, n.Call) and cond.name == "whole_tiles":
+                cond = cond.args[0]
+            cond = value(cond)
+            if isinstance(cond, n.Const):
+                visit(s.then_case if cond.value else s.else_case)
+                return
+        elif isinstance(s, n.Realize) and s.name not in found:
+            found[s.name] = tuple(int(value(e).value) for _, e in s.bounds)
+        for child in child_nodes(s):
+            if isinstance(child, n.Stmt):
+                visit(child)
+
+    visit(lower(Environment.of([out]), halo.Target("host"), stop_after="bounds_inference").stmt)
+    return found
+
+
+def _check_allocations(out, alg, found):
+    got = _allocations(out, alg)
+    want = {name: extent(nest.store_region) for name, nest in found.items()
+            if name in got and not nest.sliding}
+    assert {name: got[name] for name in want} == want
+    return len(want)
+
+
+def _modelled(alg, decisions):
+    found = nests(alg, decisions)
+    return {name: sum(points(alg, name, nest)) for name, nest in found.items()}, found
+
+
+def test_blur_hand_schedule_points():
+    """Blur's hand schedule (tiles, blur_x per tile) on a size no tile divides."""
+    with halo.NameScope():  # the boundary Func is inp_repeat_edge0 whatever ran before
+        inp, out, _ = blur.algorithm()
+    h, w = 37, 101
+    alg = Algorithm.of(Environment.of([out]), {"inp": ((0, h - 1), (0, w - 1))},
+                       {"blur_y": ((0, h - 1), (0, w - 1))}, {})
+    decisions = {"blur_y": Decision(Placement(ROOT), Nest((8, 32), 8, True)),
+                 "blur_x": Decision(Placement(AT, "blur_y", 0, 1), Nest((WHOLE, WHOLE), 8)),
+                 "inp_repeat_edge0": Decision(Placement(INLINE))}
+    want, found = _modelled(alg, decisions)
+    calls = schedule_calls(alg, decisions, (), found)
+    image = np.random.default_rng(0).random((h, w), dtype=np.float32)
+    assert _counts(out, calls, (h, w), (0, 0), {inp: image}) == want
+    assert found["blur_x"].region == ((-1, 8), (0, 31))  # a tile and its halo
+    assert _check_allocations(out, alg, found) == 1  # blur_x (its input is inlined)
+
+
+def _random_state(alg, machine, rng):
+    state = State(alg)
+    while not state.complete:
+        state = rng.choice(children_of(state, machine, rng))
+    return state
+
+
+@pytest.mark.parametrize("seed", [3, 11, 40, 57, 71])
+def test_random_pipelines_random_states(seed):
+    """Random pipelines x random states: every Func's modelled store count and
+    allocation is exact."""
+    p = random_pipeline(seed, max_stages=6)
+    built = p.build()
+    env = Environment.of([built.output])
+    boxes = {i.name: tuple((0, s - 1) for s in i.shape) for i in p.inputs}
+    out_box = tuple((o, o + s - 1) for o, s in zip(p.output_origin, p.output_shape, strict=True))
+    alg = Algorithm.of(env, boxes, {built.output.name: out_box}, {})
+    rng = random.Random(seed)
+    state = _random_state(alg, Machine(2, 4), rng)
+    want, found = _modelled(state.alg, state.decided)
+    calls = schedule_calls(state.alg, state.decided, state.locals_, found)
+    inputs = {built.params[k]: v for k, v in p.make_inputs().items()}
+    got = _counts(built.output, calls, p.output_shape, p.output_origin, inputs)
+    assert got == {k: v for k, v in want.items() if k in got}, "\n".join(c.source() for c in calls)
+    _check_allocations(built.output, state.alg, found)
