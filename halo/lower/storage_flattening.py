@@ -14,7 +14,9 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     the heap. A stack buffer is sized by a constant upper bound of each extent where one
     exists (a tile's region is at most the tile), else by the extent itself: an
     `Allocate` in "stack" of a size known only when it runs, which the backend puts on
-    the stack when it is small and on the heap when it isn't (as Halide does). On a GPU
+    the stack when it is small and on the heap when it isn't (as Halide does); a bound
+    past a megabyte, looser than what runs, is dropped for the same run-time size, and a
+    constant size past it goes on the heap (a thread's stack is a few megabytes). On a GPU
     target, "stack" means a thread's registers and "shared" (a GPU block's shared memory,
     which `gpu_levels` chose) keeps its scope; both need a constant upper bound.
 """
@@ -33,6 +35,10 @@ from halo.lower.context import LowerContext
 from halo.target import TargetKind
 
 _STACK_BYTES = 16 * 1024  # small constant-size buffers live on the stack, in registers if tiny
+# A host stack buffer whose constant bound is larger than this is sized at run time
+# instead, and one whose constant size is larger goes on the heap (a thread's stack is a
+# few megabytes).
+_LARGE_STACK_BYTES = 1024 * 1024
 
 
 def storage_flattening(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
@@ -132,9 +138,15 @@ class _Flatten(IRMutator):
 
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         extents = [simplify(ext) for _, ext in r.bounds]
-        shared = r.scope == "shared" and self.ctx.target.kind is TargetKind.CUDA
-        if r.scope in ("stack", "local") or shared:
-            extents = [self._stack_extent(r, i, ext) for i, ext in enumerate(extents)]
+        host = self.ctx.target.kind is not TargetKind.CUDA
+        shared = r.scope == "shared" and not host
+        on_stack = r.scope in ("stack", "local")
+        if on_stack or shared:
+            bounded = [self._stack_extent(r, i, ext) for i, ext in enumerate(extents)]
+            # A constant bound far above what runs (a clamp the bound can't see through)
+            # would put megabytes on the stack: on the host, size it when it runs instead.
+            if not host or _bytes(bounded, r.type) <= _LARGE_STACK_BYTES:
+                extents = bounded
         # strides[i] is the product of the extents after i; strides[-1] is the size.
         strides: list[n.Expr] = [const(1)]
         for i in reversed(range(len(r.bounds))):
@@ -144,9 +156,14 @@ class _Flatten(IRMutator):
         self.mins[r.name] = tuple(lo for lo, _ in r.bounds)
         self.strides[r.name] = tuple(strides)
         body = self.mutate(r.body)
-        small = isinstance(size, n.Const) and size.value * r.type.bytes <= _STACK_BYTES
-        scope = "shared" if shared else "stack" \
-            if r.scope in ("stack", "local") or (r.scope == "auto" and small) else "heap"
+        if shared:
+            scope = "shared"
+        elif on_stack:
+            huge = host and _bytes([size], r.type) > _LARGE_STACK_BYTES
+            scope = "heap" if huge else "stack"
+        else:
+            small = isinstance(size, n.Const) and size.value * r.type.bytes <= _STACK_BYTES
+            scope = "stack" if r.scope == "auto" and small else "heap"
         return n.Allocate(r.name, r.type, size, body, scope)
 
     def _check_constant_factors(self, r: n.Realize, extents: list[n.Expr]) -> None:
@@ -191,3 +208,13 @@ class _Flatten(IRMutator):
             f"can't bound by a constant; give it one with {r.name}.bound({dim}, min, "
             f"extent), or compute {r.name} at a loop level where that dimension's "
             "region is a constant-size tile (compute_at inside a split loop)")
+
+
+def _bytes(extents: list[n.Expr], type_: n.Type) -> int:
+    """The bytes of a buffer of these extents; 0 unless every extent is a constant."""
+    if not all(isinstance(e, n.Const) for e in extents):
+        return 0
+    size = type_.bytes
+    for e in extents:
+        size *= max(int(e.value), 0)
+    return size
