@@ -106,15 +106,11 @@ def _has_store(s: n.Stmt) -> bool:
     return any(isinstance(x, n.Store) for x in walk(s))
 
 
-class _RegisterIndices(IRMutator):
-    """Accesses to a thread's own buffers ("stack": registers) at indices that are
-    constants once the lets around them are seen through (`acc[min_i * 4 + min_j -
-    acc.min.0 * 4 - acc.min.1 + 5]` is `acc[5]`) get the constant: CUDA keeps such an
-    array in registers only when every index is a compile-time constant."""
+class _SeesLets(IRMutator):
+    """A mutator that knows the value of each let around the node it visits."""
 
     def __init__(self) -> None:
         self.lets: dict[str, n.Expr] = {}
-        self.registers: set[str] = set()
 
     def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
         self.lets[s.name] = s.value
@@ -122,6 +118,17 @@ class _RegisterIndices(IRMutator):
             return self.mutate_children(s)
         finally:
             del self.lets[s.name]
+
+
+class _RegisterIndices(_SeesLets):
+    """Accesses to a thread's own buffers ("stack": registers) at indices that are
+    constants once the lets around them are seen through (`acc[min_i * 4 + min_j -
+    acc.min.0 * 4 - acc.min.1 + 5]` is `acc[5]`) get the constant: CUDA keeps such an
+    array in registers only when every index is a compile-time constant."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.registers: set[str] = set()
 
     def visit_Allocate(self, a: n.Allocate) -> n.Stmt:
         if a.scope == "stack":
@@ -145,18 +152,8 @@ class _RegisterIndices(IRMutator):
         return n.Store(x.name, self._index(x.index), x.value, x.predicate)
 
 
-class _Kernels(IRMutator):
+class _Kernels(_SeesLets):
     """Finds the kernels (outermost block loops) under the host code and fuses each."""
-
-    def __init__(self) -> None:
-        self.lets: dict[str, n.Expr] = {}
-
-    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
-        self.lets[s.name] = s.value
-        try:
-            return self.mutate_children(s)
-        finally:
-            del self.lets[s.name]
 
     def visit_For(self, loop: n.For) -> n.Stmt:
         if loop.kind is not n.ForKind.GPU_BLOCK:

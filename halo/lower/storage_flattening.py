@@ -29,7 +29,7 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
-from halo.ir.substitute import substitute, var_names
+from halo.ir.substitute import expand_lets
 from halo.ir.visitor import IRMutator
 from halo.lower.context import LowerContext
 from halo.target import TargetKind
@@ -62,15 +62,6 @@ def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None,
     return index if index is not None else const(0)
 
 
-def _expand(e: n.Expr, lets: dict[str, n.Expr]) -> n.Expr:
-    """`e` with the let-bound names in it replaced by their values, transitively."""
-    for _ in range(len(lets) + 1):
-        names = var_names(e) & lets.keys()
-        if not names:
-            break
-        e = substitute(e, {nm: lets[nm] for nm in names})
-    return e
-
 
 class _Flatten(IRMutator):
     def __init__(self, ctx: LowerContext):
@@ -81,7 +72,7 @@ class _Flatten(IRMutator):
         self.lets: dict[str, n.Expr] = {}  # the enclosing lets, to see through extents
 
     def visit_For(self, loop: n.For) -> n.Stmt:
-        lo, extent = (simplify(_expand(e, self.lets)) for e in (loop.min, loop.extent))
+        lo, extent = (simplify(expand_lets(e, self.lets)) for e in (loop.min, loop.extent))
         if not (isinstance(lo, n.Const) and isinstance(extent, n.Const)):
             return self.mutate_children(loop)
         outer = self.loops.get(loop.name)
@@ -189,7 +180,7 @@ class _Flatten(IRMutator):
         registers and shared memory need the constant."""
         if isinstance(extent, n.Const):
             return extent
-        expanded = simplify(_expand(extent, self.lets))
+        expanded = simplify(expand_lets(extent, self.lets))
         bound = constant_upper_bound(expanded)
         if bound is None and self.loops:
             # over the enclosing loops of constant range (an unrolled or vectorized

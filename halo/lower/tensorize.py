@@ -36,7 +36,7 @@ from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
-from halo.ir.substitute import substitute, var_names
+from halo.ir.substitute import expand_lets, substitute, var_names
 from halo.ir.types import Type
 from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
 from halo.lower.context import LowerContext
@@ -171,7 +171,7 @@ class _Tensorize(IRMutator):
                                 f"{_describe(nest.leaf)}, not one definition of "
                                 f"{self.ctx.loop_owners[loop.name][1]}; loop extents: {extents}")
         lets = {let.name: let.value for let in nest.lets}
-        provide = _strip_promises(_expand(nest.leaf, lets))
+        provide = _strip_promises(expand_lets(nest.leaf, lets))
         spec_values = {name: _shifted(x, lo) for x, (name, lo, _) in
                        zip(loops, spec_loops, strict=True)}
         inner = {x.name for x in loops}
@@ -190,7 +190,7 @@ class _Tensorize(IRMutator):
         names = matcher.operand_order(definition)
         call = n.TensorCall(intrinsic.name, intrinsic, part, tuple(names),
                             tuple(matcher.origin_call(x) for x in names))
-        guards = [_strip_promises(_expand(g, lets)) for g in nest.guards]
+        guards = [_strip_promises(expand_lets(g, lets)) for g in nest.guards]
         if not guards:
             return call
         whole = [_whole_tile(g, loops, what) for g in guards]
@@ -272,15 +272,6 @@ def _shifted(loop: n.For, spec_min: n.Expr) -> n.Expr:
         return var
     return simplify(n.Add(n.Sub(var, loop.min), spec_min))
 
-
-def _expand(node, lets: dict[str, n.Expr]):
-    """`node` with the nest's let-bound names replaced by their values, transitively."""
-    for _ in range(len(lets) + 1):
-        names = var_names(node) & lets.keys()
-        if not names:
-            break
-        node = substitute(node, {nm: lets[nm] for nm in names})
-    return node
 
 
 def _strip_promises(node):
