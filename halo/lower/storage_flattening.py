@@ -16,7 +16,9 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     `Allocate` in "stack" of a size known only when it runs, which the backend puts on
     the stack when it is small and on the heap when it isn't (as Halide does). On a GPU
     target, "stack" means a thread's registers and "shared" (a GPU block's shared memory,
-    which `gpu_levels` chose) keeps its scope; both need a constant upper bound.
+    which `gpu_levels` chose) keeps its scope; both need a constant upper bound. A shared
+    buffer's rows of a multiple of 32 bytes are padded by 16 bytes (`_padded_rows`:
+    no bank conflicts down a column or in a tensor-core tile).
 """
 from __future__ import annotations
 
@@ -40,6 +42,9 @@ def storage_flattening(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 
 
 _INT32_MAX = 2**31 - 1
+# 32 banks of 4 bytes: rows a multiple of 32 bytes apart start on one of only 4 banks
+_BANK_ROW_BYTES = 32
+_ROW_PAD_BYTES = 16
 
 
 def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None,
@@ -135,6 +140,8 @@ class _Flatten(IRMutator):
         shared = r.scope == "shared" and self.ctx.target.kind is TargetKind.CUDA
         if r.scope in ("stack", "local") or shared:
             extents = [self._stack_extent(r, i, ext) for i, ext in enumerate(extents)]
+        if shared:
+            extents = _padded_rows(extents, r.type.bytes)
         # strides[i] is the product of the extents after i; strides[-1] is the size.
         strides: list[n.Expr] = [const(1)]
         for i in reversed(range(len(r.bounds))):
@@ -191,3 +198,18 @@ class _Flatten(IRMutator):
             f"can't bound by a constant; give it one with {r.name}.bound({dim}, min, "
             f"extent), or compute {r.name} at a loop level where that dimension's "
             "region is a constant-size tile (compute_at inside a split loop)")
+
+
+
+def _padded_rows(extents: list[n.Expr], element_bytes: int) -> list[n.Expr]:
+    """A shared buffer of two or more dimensions whose rows are a multiple of 32 bytes
+    gets 16 bytes more a row (the stride, not the extent), so that the rows of a column,
+    or of a 16 x 16 tile that tensor-core loads read, fall on different banks (the
+    lanes of a warp then don't wait on one bank in turn); 16 bytes keep every tile as
+    aligned as tensor-core loads want it."""
+    last = extents[-1] if extents else None
+    if len(extents) < 2 or not isinstance(last, n.Const) or element_bytes > _ROW_PAD_BYTES:
+        return extents
+    if (int(last.value) * element_bytes) % _BANK_ROW_BYTES:
+        return extents
+    return [*extents[:-1], const(int(last.value) + _ROW_PAD_BYTES // element_bytes)]

@@ -81,3 +81,22 @@ def test_conv_relu(batch, ci, co, h, w):
     shape = (batch, co, h, w)
     np.testing.assert_allclose(relu.realize(shape, inputs=inputs, target="cuda"),
                                halo.reference(relu, shape, inputs=inputs), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("block", "depth"), [((64, 64), 32), ((64, 128), 32), ((64, 64), 64)])
+@pytest.mark.parametrize(("n", "k", "m"), [(64, 32, 64), (97, 80, 131), (70, 45, 200),
+                                           (1, 16, 1)])
+def test_matmul_tensor_core(n, k, m, block, depth):
+    """Whole tiles, tiles shifted inwards, a k tail that lane 0 computes, C smaller than
+    a block; against the reference (float32 sums of float16 products) and PyTorch."""
+    A, B, C, funcs = matmul.algorithm_fp16()
+    matmul.gpu_schedule_tensor_core(funcs, block=block, depth=depth)
+    a = (RNG.random((n, k)) - 0.5).astype(np.float16)
+    b = (RNG.random((k, m)) - 0.5).astype(np.float16)
+    inputs = {A: a, B: b}
+    out = C.realize((n, m), inputs=inputs, target="cuda")
+    np.testing.assert_allclose(out, halo.reference(C, (n, m), inputs=inputs), rtol=1e-3,
+                               atol=1e-3)
+    torch = pytest.importorskip("torch")
+    expected = (torch.from_numpy(a).cuda().float() @ torch.from_numpy(b).cuda().float())
+    np.testing.assert_allclose(out, expected.cpu().numpy(), rtol=1e-3, atol=1e-3)

@@ -11,8 +11,8 @@ statement that uses it (`Select` evaluates both branches anyway, so hoisting is 
 Loops: the block loops of the kernel read `blockIdx` (the innermost loop is x), each
 thread-loop nest reads `threadIdx` (the nest's innermost loop is x; threads of an axis the
 nest doesn't use skip it), other loops are C `for` loops (`#pragma unroll` for vectorized
-ones). Buffers in "shared" scope are `__shared__` arrays, other buffers allocated inside a
-kernel are per-thread arrays (registers when their indices are constants). A tensor
+ones). Buffers in "shared" scope are `__shared__` arrays declared at the top of the kernel
+(once per buffer, at its largest size), other buffers allocated inside a kernel are per-thread arrays (registers when their indices are constants). A tensor
 intrinsic's call is the CUDA C its emitter writes (`tensor_calls.py`).
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.types import Type, int32
 from halo.ir.visitor import rewrite
-from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS
+from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS, shared_buffers
 
 PRELUDE = r"""#include <stdint.h>
 #include <cuda_fp16.h>
@@ -201,6 +201,10 @@ class _Emitter:
         self.line(tail)
 
     def kernel(self, loop: n.For) -> None:
+        # Shared arrays once per buffer (its copies in partitioned loops share the space),
+        # aligned as tensor-core loads want (256 bits; 128 bytes for the widest).
+        for name, (t, size) in shared_buffers(loop).items():
+            self.line(f"__shared__ __align__(128) {c_type(t)} {self.names(name)}[{size}];")
         self.stmt(loop)
 
     def block_index(self, b: n.For) -> None:
@@ -267,10 +271,11 @@ class _Emitter:
             case n.Allocate(name=name, type=t, size=size, body=body, scope=scope):
                 if not isinstance(size, n.Const):
                     raise InternalError(f"buffer {name} inside a kernel has size {size}")
-                # Aligned as tensor-core loads want (256 bits; 128 bytes for the widest).
-                shared = "__shared__ __align__(128) " if scope == "shared" else ""
-                self.line(f"{shared}{c_type(t)} {self.names(name)}[{int(size.value)}];")
-                self.scopes[name] = "shared" if scope == "shared" else "local"
+                if scope == "shared":  # declared once, at the top of the kernel
+                    self.scopes[name] = "shared"
+                else:
+                    self.line(f"{c_type(t)} {self.names(name)}[{int(size.value)}];")
+                    self.scopes[name] = "local"
                 self._stmt(body)
             case n.Evaluate(value=n.Call(name=name)) if name == SYNC_THREADS:
                 self.line("__syncthreads();")
