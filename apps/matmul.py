@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 import halo
-from halo import intrinsics
 from apps.numpy_check import check_and_time
+from halo import intrinsics
 
 
 def algorithm():

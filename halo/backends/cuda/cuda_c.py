@@ -12,8 +12,9 @@ Loops: the block loops of the kernel read `blockIdx` (the innermost loop is x), 
 thread-loop nest reads `threadIdx` (the nest's innermost loop is x; threads of an axis the
 nest doesn't use skip it), other loops are C `for` loops (`#pragma unroll` for vectorized
 ones). Buffers in "shared" scope are `__shared__` arrays declared at the top of the kernel
-(once per buffer, at its largest size), other buffers allocated inside a kernel are per-thread arrays (registers when their indices are constants). A tensor
-intrinsic's call is the CUDA C its emitter writes (`tensor_calls.py`).
+(once per buffer, at its largest size), other buffers allocated inside a kernel are
+per-thread arrays (registers when their indices are constants). A tensor intrinsic's call
+is the CUDA C its emitter writes (`tensor_calls.py`).
 """
 from __future__ import annotations
 
