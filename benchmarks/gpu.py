@@ -205,10 +205,12 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         compile_s = time.perf_counter() - start
         check = a.float() @ b.float()
         variants = {"torch fp16 (cuBLAS, fp32 accumulation, fp16 out)": lambda: a @ b}
-        for label, shape in (("halo, blocks 64 x 64, k steps of 64", ((64, 64), 64)),
-                             ("halo, blocks 64 x 128, k steps of 32", ((64, 128), 32))):
+        for label, sizes in (
+                ("halo, blocks 64 x 64, k steps of 64", {"depth": 64}),
+                ("halo, blocks 64 x 128 (8 warps), k steps of 32", {"block": (64, 128)}),
+                ("halo, blocks 64 x 128, warps 32 x 64", {"block": (64, 128), "warp": (32, 64)})):
             *_, other_funcs = matmul.algorithm_fp16()
-            matmul.gpu_schedule_tensor_core(other_funcs, block=shape[0], depth=shape[1])
+            matmul.gpu_schedule_tensor_core(other_funcs, **sizes)
             other = other_funcs["C"].compile(target="cuda")
             c3 = torch.empty(n, n, device=dev)
             variants[label] = bound_pipeline(other, lambda o=other, c=c3: o(out=c, A=a, B=b))
