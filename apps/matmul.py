@@ -103,7 +103,7 @@ def algorithm_fp16():
 
 
 def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (64, 64),
-                             warp: tuple[int, int] = (32, 32), depth: int = 32) -> None:
+                             warp: tuple[int, int] = (32, 32), depth: int = 64) -> None:
     """For target 'cuda', on `algorithm_fp16`: tensor cores (`halo.intrinsics.mma_f16_f32`).
     Each block computes a `block` tile of C, accumulated in shared memory (C_shared, a
     `cache_write("shared")` stage computed at the block loop), one `warp` tile per warp:

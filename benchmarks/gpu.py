@@ -206,9 +206,11 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         check = a.float() @ b.float()
         variants = {"torch fp16 (cuBLAS, fp32 accumulation, fp16 out)": lambda: a @ b}
         for label, sizes in (
-                ("halo, blocks 64 x 64, k steps of 64", {"depth": 64}),
-                ("halo, blocks 64 x 128 (8 warps), k steps of 32", {"block": (64, 128)}),
-                ("halo, blocks 64 x 128, warps 32 x 64", {"block": (64, 128), "warp": (32, 64)})):
+                ("halo, blocks 64 x 64, k steps of 32", {"depth": 32}),
+                ("halo, blocks 64 x 128 (8 warps), k steps of 32",
+                 {"block": (64, 128), "depth": 32}),
+                ("halo, blocks 64 x 128, warps 32 x 64, k steps of 32",
+                 {"block": (64, 128), "warp": (32, 64), "depth": 32})):
             *_, other_funcs = matmul.algorithm_fp16()
             matmul.gpu_schedule_tensor_core(other_funcs, **sizes)
             other = other_funcs["C"].compile(target="cuda")

@@ -1,7 +1,8 @@
-"""halo's tensor intrinsics for the host CPU, for `stage.tensorize(v, intrinsic)`.
+"""halo's tensor intrinsics, for `stage.tensorize(v, intrinsic)`: the host CPU's, and
+the tensor cores of NVIDIA GPUs (target "cuda").
 
-Each factory returns a `halo.Intrinsic` for a tile shape, and only where the host has
-the instructions (`halo.target.host_cpu().features`); elsewhere it raises a
+Each factory returns a `halo.Intrinsic` for a tile shape. The host's are made only where
+the host has the instructions (`halo.target.host_cpu().features`); elsewhere they raise a
 `DefinitionError` that says what the host lacks and what it could use instead.
 
 * `dot_u8i8(rows, columns, groups, isa=None)`: an int8 matrix-multiply micro-kernel on the
@@ -22,8 +23,13 @@ the instructions (`halo.target.host_cpu().features`); elsewhere it raises a
       spec[i, j] += a[i, k] * b[k, j]
 
 Both accumulate in registers across their whole reduction and load and store the output
-tile once per call. bf16 dot products (`vdpbf16ps`) are not here: halo has no bfloat16
-type, so no spec can say what they compute.
+tile once per call.
+* `mma_f16_f32(rows, columns, depth)`: a GPU warp's tensor-core multiply-accumulate on
+  WMMA fragments (float16 x float16 summed into float32; docs/gpu.md, "Tensor cores"):
+      spec[i, j] = 0.0
+      spec[i, j] += float32(a[i, k]) * float32(b[k, j])
+bf16 (`vdpbf16ps` on the host, bf16 tensor cores) is not here: halo has no bfloat16 type,
+so no spec can say what it computes. Each emitter refuses a backend it doesn't write.
 """
 from __future__ import annotations
 
@@ -47,6 +53,12 @@ def _require(call: str, feature: str, instead: str) -> None:
     cpu = host_cpu()
     if feature not in cpu.features:
         raise DefinitionError(f"{call}: this host ({cpu.name}) has no {feature}; {instead}")
+
+
+def _require_llvm(ctx, call: str) -> None:
+    if ctx.backend != "llvm":
+        raise ScheduleError(f"{call}: a host intrinsic emits LLVM IR only; it was asked for "
+                            f"the {ctx.backend} backend (on a GPU, use mma_f16_f32)")
 
 
 def _positive(call: str, **sizes: int) -> None:
@@ -87,12 +99,14 @@ def dot_u8i8(rows: int, columns: int, groups: int, isa: str | None = None) -> In
     vector = ir.VectorType(ir.IntType(32), lanes)
 
     def init(ctx) -> None:
+        _require_llvm(ctx, call)
         out = ctx.operand(spec.name)
         for row in range(rows):
             for col in range(0, columns, lanes):
                 ctx.store(out, ir.Constant(vector, None), row, col)
 
     def update(ctx) -> None:
+        _require_llvm(ctx, call)
         out, a_op, b_op = (ctx.operand(x) for x in (spec.name, a.name, b.name))
         cols = range(0, columns, lanes)
         acc = {(row, c): ctx.load(out, row, c, lanes=lanes) for row in range(rows) for c in cols}
@@ -189,12 +203,14 @@ def fma_outer_product(rows: int, columns: int, depth: int) -> Intrinsic:
     fma = f"llvm.fma.v{lanes}f32"
 
     def init(ctx) -> None:
+        _require_llvm(ctx, call)
         out = ctx.operand(spec.name)
         for row in range(rows):
             for col in range(0, columns, lanes):
                 ctx.store(out, ir.Constant(vector, [0.0] * lanes), row, col)
 
     def update(ctx) -> None:
+        _require_llvm(ctx, call)
         out, a_op, b_op = (ctx.operand(x) for x in (spec.name, a.name, b.name))
         cols = range(0, columns, lanes)
         acc = {(row, c): ctx.load(out, row, c, lanes=lanes) for row in range(rows) for c in cols}
@@ -214,7 +230,7 @@ def fma_outer_product(rows: int, columns: int, depth: int) -> Intrinsic:
     return Intrinsic(name, spec, emit=update, init=init, update=update)
 
 
-def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 32) -> Intrinsic:
+def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic:
     """A GPU warp's tensor-core matrix multiply-accumulate: float16 inputs, float32
     accumulation, for a `rows x columns` tile over `depth` steps of k (each a multiple of
     16: WMMA fragments of 16 x 16 x 16, `nvcuda::wmma`, which nvcc lowers to `mma.sync`):

@@ -83,9 +83,9 @@ def test_conv_relu(batch, ci, co, h, w):
                                halo.reference(relu, shape, inputs=inputs), rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("sizes", [{}, {"block": (64, 128)}, {"depth": 64},
-                                   {"block": (64, 128), "warp": (32, 64)}],
-                         ids=["64x64x32", "64x128x32", "64x64x64", "warps32x64"])
+@pytest.mark.parametrize("sizes", [{}, {"block": (64, 128), "depth": 32}, {"depth": 32},
+                                   {"block": (64, 128), "warp": (32, 64), "depth": 32}],
+                         ids=["64x64x64", "64x128x32", "64x64x32", "warps32x64"])
 @pytest.mark.parametrize(("n", "k", "m"), [(64, 32, 64), (97, 80, 131), (70, 45, 200),
                                            (1, 16, 1)])
 def test_matmul_tensor_core(n, k, m, sizes):

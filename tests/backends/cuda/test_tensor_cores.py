@@ -91,8 +91,8 @@ def test_shared_buffers_are_declared_once_per_kernel_and_rows_padded():
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("sizes", [{}, {"block": (64, 128)}, {"depth": 64}],
-                         ids=["64x64x32", "64x128x32", "64x64x64"])
+@pytest.mark.parametrize("sizes", [{}, {"block": (64, 128), "depth": 32}, {"depth": 32}],
+                         ids=["64x64x64", "64x128x32", "64x64x32"])
 def test_the_tensor_core_matmul_compiles_to_ptx_with_mma_instructions(tmp_path, sizes):
     C, _ = tensor_core_matmul(**sizes)
     path = tmp_path / "tc.cu"
@@ -102,7 +102,7 @@ def test_the_tensor_core_matmul_compiles_to_ptx_with_mma_instructions(tmp_path, 
                             check=False)
     assert result.returncode == 0, result.stderr
     ptx = (tmp_path / "tc.ptx").read_text()
-    depth = sizes.get("depth", 32)
+    depth = sizes.get("depth", 64)
     block = sizes.get("block", (64, 64))
     # one mma per 16 x 16 x 16 of a warp's 32 x 32 tile and of the call's depth, in each
     # of the kernels the block loops were partitioned into
@@ -332,4 +332,25 @@ def test_a_host_intrinsic_on_the_cuda_target_fails_clearly():
 def test_the_tensor_core_schedule_prints_as_halo_source():
     C, _ = tensor_core_matmul()
     text = halo.schedule_source(C)
-    assert text.count(".tensorize(ti, mma_f16_f32_32x32x32)") == 2
+    assert text.count(".tensorize(ti, mma_f16_f32_32x32x64)") == 2
+
+
+def test_a_host_intrinsic_of_halo_refuses_the_cuda_backend():
+    try:
+        micro = intrinsics.fma_outer_product(2, 16, 4)
+    except halo.DefinitionError:
+        pytest.skip("this host has no FMA micro-kernel")
+    x, y = halo.Var("x"), halo.Var("y")
+    A = halo.ImageParam(halo.float32, 2, "A")
+    B = halo.ImageParam(halo.float32, 2, "B")
+    k = halo.RDom((0, A.shape[1]), name="k")
+    out = halo.Func("out")
+    out[y, x] = 0.0
+    out[y, x] += A[y, k] * B[k, x]
+    yo, xo, yi, xi, ko, ki = halo.vars("yo xo yi xi ko ki")
+    out.gpu_tile(y, x, yo, xo, yi, xi, 2, 16)
+    out.update(0).tile(y, x, yo, xo, yi, xi, 2, 16).split(k, ko, ki, 4) \
+        .reorder(yo, xo, ko, yi, xi, ki).gpu_blocks(yo, xo).tensorize(yi, micro)
+    assert message(lambda: out.compile(target=CUDA)) == (
+        "halo.intrinsics.fma_outer_product(2, 16, 4): a host intrinsic emits LLVM IR only; "
+        "it was asked for the cuda backend (on a GPU, use mma_f16_f32)")
