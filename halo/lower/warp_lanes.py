@@ -110,6 +110,9 @@ class _Lane0(IRMutator):
     def visit_Provide(self, p: n.Provide) -> n.Stmt:
         return self._once(p)
 
+    def visit_Atomic(self, a: n.Atomic) -> n.Stmt:
+        return self._once(a)
+
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         call = next(x for x in walk(r) if _is_warp_call(x)) if _has_warp_call(r) else None
         what = f"the warp-scoped {call.name}" if call else "a warp-scoped call"
