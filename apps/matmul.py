@@ -9,6 +9,7 @@ import numpy as np
 
 import halo
 from apps.numpy_check import check_and_time
+from halo import intrinsics
 
 
 def algorithm():
@@ -86,6 +87,60 @@ def gpu_schedule_vthread(funcs) -> None:
     C.gpu_blocks(io, jo).vthread(vi).vthread(vj).gpu_threads(ty, tx)
     C_local.compute_at(C, tx)
     C_local.update(0).reorder(k.x, i, j)
+
+
+def algorithm_fp16():
+    """Returns (A, B, C, {name: Func or RDom}) with C[i, j] = sum_k float32(A[i, k]) *
+    float32(B[k, j]): float16 inputs, float32 sums (what tensor cores compute)."""
+    i, j = halo.vars("i j")
+    A = halo.ImageParam(halo.float16, 2, "A")
+    B = halo.ImageParam(halo.float16, 2, "B")
+    k = halo.RDom((0, A.shape[1]), name="k")
+    C = halo.Func("C")
+    C[i, j] = halo.cast(halo.float32, 0.0)
+    C[i, j] += halo.cast(halo.float32, A[i, k]) * halo.cast(halo.float32, B[k, j])
+    return A, B, C, {"C": C, "k": k, "A": A, "B": B}
+
+
+def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (64, 64),
+                             warp: tuple[int, int] = (32, 32), depth: int = 64) -> None:
+    """For target 'cuda', on `algorithm_fp16`: tensor cores (`halo.intrinsics.mma_f16_f32`).
+    Each block computes a `block` tile of C, accumulated in shared memory (C_shared, a
+    `cache_write("shared")` stage computed at the block loop), one `warp` tile per warp:
+    the update's loops bound to threads number the warps, and each call of the intrinsic
+    runs a warp's `warp` tile over `depth` steps of k with its accumulators in fragments.
+    Each step of `depth` along k, the block's threads copy its A and B panels to shared
+    memory (`cache_read("shared")` at that loop), from where the warps load fragments.
+    C's tiles shift inwards, so any C of at least a block is whole tiles; a k that isn't
+    a multiple of `depth` leaves a last step that lane 0 of each warp computes alone."""
+    i, j = halo.vars("i j")
+    io, jo, ii, ji, wi, wj, ti, tj, ko, ki, ty, tz, tx, r, rr, t, ru, cu = halo.vars(
+        "io jo ii ji wi wj ti tj ko ki ty tz tx r rr t ru cu")
+    C, A, B = funcs["C"], funcs["A"], funcs["B"]
+    warps = (block[0] // warp[0], block[1] // warp[1])
+    mma = intrinsics.mma_f16_f32(warp[0], warp[1], depth)
+    C_shared = C.cache_write("shared")
+
+    def threads(stage, rows, columns, shape) -> None:
+        """The block's threads (tz, ty: a warp; tx: its lanes) over a 2-D stage of
+        `shape` (at most), each thread's loads unrolled so they are in flight together."""
+        stage.split(columns, r, tx, 32).split(rows, rr, t, warps[0] * warps[1])
+        stage.split(t, tz, ty, warps[1])
+        stage.split(rr, rr, ru, max(1, shape[0] // (warps[0] * warps[1])))
+        stage.split(r, r, cu, max(1, shape[1] // 32))
+        stage.reorder(tz, ty, tx, rr, r, ru, cu).gpu_threads(tz, ty, tx).unroll(ru).unroll(cu)
+
+    C.tile(i, j, io, jo, ii, ji, *block).gpu_blocks(io, jo)
+    threads(C, ii, ji, block)
+    C_shared.compute_at(C, jo)
+    C_shared.tile(i, j, wi, wj, ti, tj, *warp).gpu_threads(wi, wj).tensorize(ti, mma)
+    update = C_shared.update(0)
+    update.split(funcs["k"], ko, ki, depth).tile(i, j, wi, wj, ti, tj, *warp)
+    update.reorder(ko, wi, wj, ti, tj, ki).gpu_threads(wi, wj).tensorize(ti, mma)
+    for stage, shape in ((A.cache_read("shared", [C_shared]), (block[0], depth)),
+                         (B.cache_read("shared", [C_shared]), (depth, block[1]))):
+        stage.compute_at(update, ko)
+        threads(stage, *stage.args, shape)
 
 
 def main(n: int = 512, repeats: int = 3) -> dict:

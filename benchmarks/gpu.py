@@ -2,7 +2,9 @@
 
 In one process, on one device, with the same device inputs: each app's GPU schedule
 (`gpu_schedule` in apps/) through halo, PyTorch eager (cuBLAS with TF32 off for matmul),
-and a Triton kernel written here where Triton has a natural one (matmul, softmax).
+and a Triton kernel written here where Triton has a natural one (matmul, softmax);
+`tensor_core` is the fp16 matmul on tensor cores (`gpu_schedule_tensor_core`) against
+PyTorch's fp16 matmul (cuBLAS, float32 accumulation).
 Outputs are checked against each other first. Times are CUDA events around one call,
 the L2 cache flushed before each, median of `--repeats`; halo's are given twice: the
 whole call (`kernel(out=..., **inputs)`: binding, region checks, host code, launches)
@@ -29,7 +31,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     parser.add_argument("--repeats", type=int, default=30)
-    parser.add_argument("--cases", default="blur,matmul,softmax,histogram,conv_relu")
+    parser.add_argument("--cases",
+                        default="blur,matmul,tensor_core,softmax,histogram,conv_relu")
     return parser.parse_args(argv)
 
 
@@ -185,6 +188,38 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
             c2 = torch.empty(n, n, device=dev)
             variants["triton"] = lambda: triton[0](a, b, c2)
         moved, flops = 3 * n * n * 4, 2 * n**3
+    elif name.startswith("tensor_core"):
+        n = int(name.removeprefix("tensor_core"))
+        # cuBLAS accumulating in float32, as the tensor-core intrinsic does
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+        a = torch.rand(n, n, device=dev).half()
+        b = torch.rand(n, n, device=dev).half()
+        *_, funcs = matmul.algorithm_fp16()
+        matmul.gpu_schedule_tensor_core(funcs)
+        start = time.perf_counter()
+        kernel = funcs["C"].compile(target="cuda")
+        out = torch.empty(n, n, device=dev)
+        call = lambda: kernel(out=out, A=a, B=b)  # noqa: E731
+        call()
+        torch.cuda.synchronize()
+        compile_s = time.perf_counter() - start
+        check = a.float() @ b.float()
+        variants = {"torch fp16 (cuBLAS, fp32 accumulation, fp16 out)": lambda: a @ b}
+        for label, sizes in (
+                ("halo, blocks 64 x 64, k steps of 32", {"depth": 32}),
+                ("halo, blocks 64 x 128 (8 warps), k steps of 32",
+                 {"block": (64, 128), "depth": 32}),
+                ("halo, blocks 64 x 128, warps 32 x 64, k steps of 32",
+                 {"block": (64, 128), "warp": (32, 64), "depth": 32})):
+            *_, other_funcs = matmul.algorithm_fp16()
+            matmul.gpu_schedule_tensor_core(other_funcs, **sizes)
+            other = other_funcs["C"].compile(target="cuda")
+            c3 = torch.empty(n, n, device=dev)
+            variants[label] = bound_pipeline(other, lambda o=other, c=c3: o(out=c, A=a, B=b))
+        if triton is not None:
+            c2 = torch.empty(n, n, device=dev)
+            variants["triton (fp16 in, fp32 out)"] = lambda: triton[0](a, b, c2)
+        moved, flops = 2 * n * n * 2 + n * n * 4, 2 * n**3
     elif name == "softmax":
         x = torch.randn(4096, 1024, device=dev) * 3
         kernel, start = _halo(softmax, lambda f: f["softmax"])
@@ -282,6 +317,7 @@ def main(argv=None) -> int:
     rows = []
     for case in args.cases.split(","):
         names = [f"matmul{n}" for n in (1024, 2048, 4096)] if case == "matmul" else \
+            [f"tensor_core{n}" for n in (1024, 2048, 4096)] if case == "tensor_core" else \
             ["conv_relu_batch1", "conv_relu_batch32"] if case == "conv_relu" else [case]
         for name in names:
             rows.extend(run_case(name, torch, timer, triton))

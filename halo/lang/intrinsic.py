@@ -14,6 +14,11 @@ operands' addresses and strides, LLVM intrinsics, inline assembly); `ctx.backend
 the backend, so one emitter can serve several (docs/schedule.md, "Declaring an
 intrinsic"). halo's own intrinsics are in `halo.intrinsics`.
 
+`scope` says which threads run one call: "thread" (the default: one thread, as on the
+host) or "warp" (the 32 threads of a GPU warp run each call together, as tensor-core
+instructions do; only on target "cuda", where lowering gives the thread loops around the
+call a loop of the 32 lanes, docs/gpu.md "Tensor cores").
+
 A saved schedule names the intrinsics it tensorizes with; loading it again takes the
 Intrinsic objects from the caller (`apply_json(f, text, intrinsics=[mma])`), never
 from a registry of every Intrinsic made in the process.
@@ -30,6 +35,8 @@ from halo.ir.visitor import walk
 from halo.lang.func import Func
 from halo.lang.names import claim_name
 
+# Who runs one call: one thread, or the 32 threads of a GPU warp together.
+SCOPES = ("thread", "warp")
 _serials = count()  # tells apart Intrinsics of one name in compiled-code caches
 
 
@@ -37,11 +44,15 @@ class Intrinsic:
     """A tensor intrinsic: `spec` (a Func whose every dimension has a constant `bound`, and
     whose RDom, if any, has constant extents) says what it computes; `emit` produces
     backend code for it; `init` and `update`, when given, emit the reduction's
-    initialization and accumulation separately."""
+    initialization and accumulation separately; `scope` ("thread" or "warp") says whether
+    one thread or a GPU warp's 32 threads together run each call."""
 
     def __init__(self, name: str, spec: Func, emit: Callable, init: Callable | None = None,
-                 update: Callable | None = None):
+                 update: Callable | None = None, scope: str = "thread"):
         name = claim_name(name, "intrinsic")
+        if scope not in SCOPES:
+            raise DefinitionError(f"Intrinsic {name}: scope must be one of "
+                                  f"{', '.join(map(repr, SCOPES))}, not {scope!r}")
         if not isinstance(spec, Func) or not spec.defined:
             raise DefinitionError(f"Intrinsic {name}: spec must be a defined halo Func "
                                   "describing what the intrinsic computes")
@@ -71,6 +82,7 @@ class Intrinsic:
             raise DefinitionError(f"Intrinsic {name}: the reduction of spec {spec.name} has a "
                                   "where condition; an intrinsic computes a whole tile")
         self.name, self.spec, self.emit, self.init, self.update = name, spec, emit, init, update
+        self.scope = scope
         self.shape = tuple(shape)
         self.loop_names = tuple([*(v.name for v in spec.args), *(r.name for r in rvars)])
         self._serial = next(_serials)
@@ -103,4 +115,5 @@ class Intrinsic:
         return len(self.loop_names)
 
     def __repr__(self) -> str:
-        return f"Intrinsic({self.name!r}, shape={self.shape}, serial={self._serial})"
+        return (f"Intrinsic({self.name!r}, shape={self.shape}, scope={self.scope!r}, "
+                f"serial={self._serial})")

@@ -16,7 +16,8 @@ phase. All of them run on the same threads of the block, so:
 * stores at block level (outside every thread loop) run on the block's first thread only.
 
 It also refuses what no GPU runs: a thread-loop extent without a constant bound, more than
-1024 threads a block, more shared memory than a block may hold statically. It runs last,
+1024 threads a block, more shared memory than a block may hold statically (each buffer
+counted once: its copies in partitioned loops share its space). It runs last,
 on flat IR, for GPU targets only.
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import expand_lets
-from halo.ir.types import bool_, int32
+from halo.ir.types import Type, bool_, int32
 from halo.ir.visitor import IRMutator, walk
 from halo.lower.context import LowerContext
 from halo.lower.gpu_levels import loop_func
@@ -66,6 +67,18 @@ def block_shape(kernel: n.For) -> tuple[int, int, int]:
             if isinstance(loop.extent, n.Const):
                 dims[axis] = max(dims[axis], int(loop.extent.value))
     return dims[0], dims[1], dims[2]
+
+
+def shared_buffers(kernel: n.Stmt) -> dict[str, tuple[Type, int]]:
+    """The shared-memory buffers of a kernel by name: element type and elements. The
+    copies of one buffer that loop partitioning or specialization make are never live
+    together, so a name takes its space once, at its largest size."""
+    found: dict[str, tuple[Type, int]] = {}
+    for a in walk(kernel):
+        if isinstance(a, n.Allocate) and a.scope == "shared" and isinstance(a.size, n.Const):
+            size = max(int(a.size.value), found.get(a.name, (a.type, 0))[1])
+            found[a.name] = (a.type, size)
+    return found
 
 
 def _thread_chains(s: n.Stmt) -> list[list[n.For]]:
@@ -177,12 +190,11 @@ class _Fuse:
                 f"from its thread loops and those of the Funcs computed in its blocks); a "
                 f"block has at most {MAX_THREADS_PER_BLOCK}: use smaller thread tiles "
                 "(gpu_tile sizes), or split a thread loop and leave the inner part serial")
-        shared = [a for a in walk(kernel) if isinstance(a, n.Allocate) and a.scope == "shared"]
-        used = sum(int(a.size.value) * a.type.bytes for a in shared
-                   if isinstance(a.size, n.Const))
+        shared = shared_buffers(kernel)
+        used = sum(size * t.bytes for t, size in shared.values())
         if used > MAX_SHARED_BYTES:
-            parts = ", ".join(f"{a.name} {int(a.size.value) * a.type.bytes} bytes"
-                              for a in shared if isinstance(a.size, n.Const))
+            parts = ", ".join(f"{name} {size * t.bytes} bytes"
+                              for name, (t, size) in shared.items())
             raise ScheduleError(
                 f"{self.label}: its GPU blocks would use {used} bytes of shared memory ({parts}"
                 f"), more than the {MAX_SHARED_BYTES} a block may hold; use smaller block "

@@ -34,6 +34,7 @@ from halo.lower.storage_folding import storage_folding
 from halo.lower.tensorize import tensorize
 from halo.lower.unroll_loops import unroll_loops
 from halo.lower.vectorize_loops import vectorize_loops
+from halo.lower.warp_lanes import warp_lanes
 from halo.target import Target, TargetKind
 
 Pass = Callable[[n.Stmt | None, LowerContext], n.Stmt | None]
@@ -70,6 +71,9 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         # by its level (host, block, thread); before flattening, which sizes shared and
         # local buffers by constant bounds.
         *([("gpu_levels", gpu_levels)] if gpu else []),
+        # GPU only: lanes for warp-scoped tensor calls; after gpu_levels, which checks the
+        # thread loops as the schedule wrote them.
+        *([("warp_lanes", warp_lanes)] if gpu else []),
         # Needs bounds-inference lets for the allocation sizes.
         ("storage_flattening", storage_flattening),
         # GPU only: vthread loops as interleaved copies inside the threads; needs flat

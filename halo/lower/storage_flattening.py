@@ -18,7 +18,9 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     past a megabyte, looser than what runs, is dropped for the same run-time size, and a
     constant size past it goes on the heap (a thread's stack is a few megabytes). On a GPU
     target, "stack" means a thread's registers and "shared" (a GPU block's shared memory,
-    which `gpu_levels` chose) keeps its scope; both need a constant upper bound.
+    which `gpu_levels` chose) keeps its scope; both need a constant upper bound. A shared
+    buffer's rows of a multiple of 32 bytes are padded by 16 bytes (`_padded_rows`:
+    no bank conflicts down a column or in a tensor-core tile).
 """
 from __future__ import annotations
 
@@ -46,6 +48,9 @@ def storage_flattening(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 
 
 _INT32_MAX = 2**31 - 1
+# 32 banks of 4 bytes: rows a multiple of 32 bytes apart start on one of only 4 banks
+_BANK_ROW_BYTES = 32
+_ROW_PAD_BYTES = 16
 
 
 def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None,
@@ -138,6 +143,8 @@ class _Flatten(IRMutator):
             # would put megabytes on the stack: on the host, size it when it runs instead.
             if not host or _bytes(bounded, r.type) <= _LARGE_STACK_BYTES:
                 extents = bounded
+        if shared:
+            extents = _padded_rows(extents, r.type.bytes)
         # strides[i] is the product of the extents after i; strides[-1] is the size.
         strides: list[n.Expr] = [const(1)]
         for i in reversed(range(len(r.bounds))):
@@ -209,3 +216,17 @@ def _bytes(extents: list[n.Expr], type_: n.Type) -> int:
     for e in extents:
         size *= max(int(e.value), 0)
     return size
+
+
+def _padded_rows(extents: list[n.Expr], element_bytes: int) -> list[n.Expr]:
+    """A shared buffer of two or more dimensions whose rows are a multiple of 32 bytes
+    gets 16 bytes more a row (the stride, not the extent), so that the rows of a column,
+    or of a 16 x 16 tile that tensor-core loads read, fall on different banks (the
+    lanes of a warp then don't wait on one bank in turn); 16 bytes keep every tile as
+    aligned as tensor-core loads want it."""
+    last = extents[-1] if extents else None
+    if len(extents) < 2 or not isinstance(last, n.Const) or element_bytes > _ROW_PAD_BYTES:
+        return extents
+    if (int(last.value) * element_bytes) % _BANK_ROW_BYTES:
+        return extents
+    return [*extents[:-1], const(int(last.value) + _ROW_PAD_BYTES // element_bytes)]

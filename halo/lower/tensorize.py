@@ -42,6 +42,7 @@ from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
 from halo.lower.context import LowerContext
 from halo.schedule.conditions import condition_text
 from halo.schedule.records import StageSchedule, Tensorize, stage_label
+from halo.target import TargetKind
 
 _BUFFERS = (n.CallKind.FUNC, n.CallKind.INPUT)
 _COMMUTATIVE = (n.Add, n.Mul, n.Min, n.Max, n.And, n.Or, n.Xor, n.EQ, n.NE)
@@ -160,6 +161,11 @@ class _Tensorize(IRMutator):
             raise ScheduleError(f"{what}: the tensorized loops are inside vectorized loop "
                                 f"{self.vectorized[-1]}; an intrinsic call can't be "
                                 "vectorized: vectorize none of the loops around it")
+        if getattr(intrinsic, "scope", "thread") == "warp" and \
+                self.ctx.target.kind is not TargetKind.CUDA:
+            raise ScheduleError(f"{what}: {intrinsic.name} runs on a GPU warp (scope "
+                                f"'warp'); compile for target 'cuda', or tensorize with an "
+                                "intrinsic for this target")
         part, definition = _spec_definition(intrinsic, site, what)
         spec_loops = _spec_loops(intrinsic, definition)
         loops = _check_loops(nest, site, spec_loops, what)

@@ -81,3 +81,24 @@ def test_conv_relu(batch, ci, co, h, w):
     shape = (batch, co, h, w)
     np.testing.assert_allclose(relu.realize(shape, inputs=inputs, target="cuda"),
                                halo.reference(relu, shape, inputs=inputs), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("sizes", [{}, {"block": (64, 128), "depth": 32}, {"depth": 32},
+                                   {"block": (64, 128), "warp": (32, 64), "depth": 32}],
+                         ids=["64x64x64", "64x128x32", "64x64x32", "warps32x64"])
+@pytest.mark.parametrize(("n", "k", "m"), [(64, 32, 64), (97, 80, 131), (70, 45, 200),
+                                           (1, 16, 1)])
+def test_matmul_tensor_core(n, k, m, sizes):
+    """Whole tiles, tiles shifted inwards, a k tail that lane 0 computes, C smaller than
+    a block; against the reference (float32 sums of float16 products) and PyTorch."""
+    A, B, C, funcs = matmul.algorithm_fp16()
+    matmul.gpu_schedule_tensor_core(funcs, **sizes)
+    a = (RNG.random((n, k)) - 0.5).astype(np.float16)
+    b = (RNG.random((k, m)) - 0.5).astype(np.float16)
+    inputs = {A: a, B: b}
+    out = C.realize((n, m), inputs=inputs, target="cuda")
+    np.testing.assert_allclose(out, halo.reference(C, (n, m), inputs=inputs), rtol=1e-3,
+                               atol=1e-3)
+    torch = pytest.importorskip("torch")
+    expected = (torch.from_numpy(a).cuda().float() @ torch.from_numpy(b).cuda().float())
+    np.testing.assert_allclose(out, expected.cpu().numpy(), rtol=1e-3, atol=1e-3)

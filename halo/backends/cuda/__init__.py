@@ -39,7 +39,7 @@ class CudaPipeline:
         self._host, self.host_source = host_program(host, self.kernels)
         # The kernels alone, then the whole module: the helpers they use first.
         self.kernels_source = "".join(
-            "\n" + kernel_source(k.name, k.loop, k.params, k.block, len(k.grid))
+            "\n" + kernel_source(k.name, k.loop, k.params, k.block, len(k.grid), arch)
             for k in self.kernels)
         self.cuda_source = PRELUDE + self.kernels_source
         self._functions: list | None = None

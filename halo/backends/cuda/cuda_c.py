@@ -11,8 +11,10 @@ statement that uses it (`Select` evaluates both branches anyway, so hoisting is 
 Loops: the block loops of the kernel read `blockIdx` (the innermost loop is x), each
 thread-loop nest reads `threadIdx` (the nest's innermost loop is x; threads of an axis the
 nest doesn't use skip it), other loops are C `for` loops (`#pragma unroll` for vectorized
-ones). Buffers in "shared" scope are `__shared__` arrays, other buffers allocated inside a
-kernel are per-thread arrays (registers when their indices are constants).
+ones). Buffers in "shared" scope are `__shared__` arrays declared at the top of the kernel
+(once per buffer, at its largest size), other buffers allocated inside a kernel are
+per-thread arrays (registers when their indices are constants). A tensor intrinsic's call
+is the CUDA C its emitter writes (`tensor_calls.py`).
 """
 from __future__ import annotations
 
@@ -21,11 +23,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from halo.errors import InternalError
+from halo.backends.cuda.tensor_calls import CudaContext, CudaOperand, emit_tensor_call
+from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.types import Type, int32
 from halo.ir.visitor import rewrite
-from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS
+from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS, shared_buffers
 
 PRELUDE = r"""#include <stdint.h>
 #include <cuda_fp16.h>
@@ -152,10 +155,10 @@ class KernelParam:
 
 
 def kernel_source(name: str, loop: n.For, params: Sequence[KernelParam],
-                  block: tuple[int, int, int], block_axes: int) -> str:
+                  block: tuple[int, int, int], block_axes: int, arch: str = "sm_90") -> str:
     """The `__global__` function `name` that runs the fused block-loop nest `loop`, whose
-    block loops nest `block_axes` deep."""
-    emitter = _Emitter(block, block_axes)
+    block loops nest `block_axes` deep (the headers its tensor calls include first)."""
+    emitter = _Emitter(block, block_axes, arch)
     # Buffers are __restrict__: a pipeline's inputs and outputs are distinct arrays.
     signature = ", ".join(
         f"{'const ' if p.read_only else ''}{c_type(p.type)}* __restrict__ "
@@ -164,13 +167,18 @@ def kernel_source(name: str, loop: n.For, params: Sequence[KernelParam],
     threads = block[0] * block[1] * block[2]
     emitter.kernel(loop)
     body = "\n".join(emitter.lines)
-    return (f'extern "C" __global__ void __launch_bounds__({threads})\n'
+    includes = "".join(f"#include <{h}>\n" for h in emitter.includes)
+    return (f'{includes}extern "C" __global__ void __launch_bounds__({threads})\n'
             f"{name}({signature}) {{\n{body}\n}}\n")
 
 
 class _Emitter:
-    def __init__(self, block: tuple[int, int, int], block_axes: int):
+    def __init__(self, block: tuple[int, int, int], block_axes: int, arch: str):
         self.block = block
+        self.arch = arch
+        self.includes: list[str] = []
+        self.scopes: dict[str, str] = {}  # buffers allocated in the kernel: their memory
+        self.fresh_names = 0
         self.block_axes = block_axes  # how deep the block loops nest
         self.block_depth = 0
         self.names = CNames()
@@ -194,6 +202,10 @@ class _Emitter:
         self.line(tail)
 
     def kernel(self, loop: n.For) -> None:
+        # Shared arrays once per buffer (its copies in partitioned loops share the space),
+        # aligned as tensor-core loads want (256 bits; 128 bytes for the widest).
+        for name, (t, size) in shared_buffers(loop).items():
+            self.line(f"__shared__ __align__(128) {c_type(t)} {self.names(name)}[{size}];")
         self.stmt(loop)
 
     def block_index(self, b: n.For) -> None:
@@ -260,8 +272,11 @@ class _Emitter:
             case n.Allocate(name=name, type=t, size=size, body=body, scope=scope):
                 if not isinstance(size, n.Const):
                     raise InternalError(f"buffer {name} inside a kernel has size {size}")
-                shared = "__shared__ " if scope == "shared" else ""
-                self.line(f"{shared}{c_type(t)} {self.names(name)}[{int(size.value)}];")
+                if scope == "shared":  # declared once, at the top of the kernel
+                    self.scopes[name] = "shared"
+                else:
+                    self.line(f"{c_type(t)} {self.names(name)}[{int(size.value)}];")
+                    self.scopes[name] = "local"
                 self._stmt(body)
             case n.Evaluate(value=n.Call(name=name)) if name == SYNC_THREADS:
                 self.line("__syncthreads();")
@@ -269,6 +284,8 @@ class _Emitter:
                 self.line(f"(void){self.expr(value)};")
             case n.Atomic(body=body):
                 self.atomic(body)
+            case n.TensorCall():
+                self.tensor_call(s)
             case _:
                 raise InternalError(f"the CUDA backend can't emit {type(s).__name__}")
 
@@ -288,6 +305,50 @@ class _Emitter:
                          index if _is_zero(t.min) else f"{self.expr(t.min)} + {index}")
         self.stmt(chain[-1].body)
         self.close()
+
+    def tensor_call(self, call: n.TensorCall) -> None:
+        """The intrinsic's emitter writes the call's code (tensor_calls.py) in a C block
+        of its own, given each operand's address and its strides along the spec's
+        dimensions (the buffer's last ones); a warp's lanes meet before and after it."""
+        warp = getattr(call.intrinsic, "scope", "thread") == "warp"
+        if warp and self.block[0] % 32:
+            raise ScheduleError(
+                f"{call.name} runs on whole warps, but this kernel's blocks are "
+                f"{self.block[0]} threads wide along x, which is not a multiple of 32, so "
+                "its warps would straddle rows of threads; make every thread loop bound to x "
+                "in this kernel 32 (or a multiple of 32) wide")
+        operands = []
+        for name, element, strides in zip(call.operand_names, call.operands, call.strides,
+                                          strict=True):
+            if not isinstance(element, n.Load):
+                raise InternalError(f"tensor call {call.name}: operand {name} is not flat")
+            spec_strides = strides[len(strides) - call.intrinsic.operand_rank(name):]
+            buffer = self.names(element.name)
+            operands.append(CudaOperand(
+                name, buffer, element.type, c_type(element.type),
+                self.scopes.get(element.name, "global"),
+                f"({buffer} + {_strip(self.expr(element.index))})",
+                tuple(_strip(self.expr(x)) for x in spec_strides),
+                tuple(int(x.value) if isinstance(x, n.Const) else None for x in spec_strides)))
+        ctx = CudaContext(call.name, call.part, operands, self.arch,
+                          "((int)threadIdx.x & 31)" if warp else "0", self._fresh)
+        emit_tensor_call(call.intrinsic.emitter(call.part), ctx)
+        for header in ctx.includes:
+            if header not in self.includes:
+                self.includes.append(header)
+        self.line(f"// {call.name} ({call.part})")
+        self.open("")
+        if warp:
+            self.line("__syncwarp();")
+        for text in ctx.lines:
+            self.line(text)
+        if warp:
+            self.line("__syncwarp();")
+        self.close()
+
+    def _fresh(self, base: str) -> str:
+        self.fresh_names += 1
+        return self.names(f"{base}.t{self.fresh_names}")
 
     def atomic(self, body: n.Stmt) -> None:
         match body:

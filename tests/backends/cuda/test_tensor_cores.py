@@ -1,0 +1,356 @@
+"""Tensorize on the CUDA target, with no GPU: warp-scoped intrinsics get their lanes, the
+CUDA emission interface (CudaContext), halo.intrinsics.mma_f16_f32's CUDA C compiling to
+PTX with tensor-core instructions (nvcc -ptx -arch=sm_90, skipped without nvcc), shared
+memory layout, and every refusal with its message. Correctness on a GPU is in
+tests/gpu/test_app_schedules.py."""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import halo
+from apps import matmul
+from halo import intrinsics
+from halo.backends.cuda.cuda_c import PRELUDE
+from halo.backends.cuda.tensor_calls import CudaContext, CudaOperand
+from halo.ir import nodes as n
+from halo.ir.visitor import walk
+
+CUDA = halo.Target("cuda", arch="sm_90")
+NVCC = shutil.which("nvcc")
+
+
+def tensor_core_matmul(**sizes):
+    A, B, C, funcs = matmul.algorithm_fp16()
+    matmul.gpu_schedule_tensor_core(funcs, **sizes)
+    return C, funcs
+
+
+def lowered(f: halo.Func) -> n.Stmt:
+    return f.lower(CUDA).stmt
+
+
+def source(f: halo.Func) -> str:
+    return f.compile(target=CUDA).function.kernels_source
+
+
+def test_warp_calls_run_inside_a_loop_of_32_lanes_innermost_of_the_thread_loops():
+    C, _ = tensor_core_matmul()
+    calls = [x for x in walk(lowered(C)) if isinstance(x, n.TensorCall)]
+    assert {(c.part, c.intrinsic.scope) for c in calls} == {("init", "warp"), ("update", "warp")}
+    lane_loops = [x for x in walk(lowered(C)) if isinstance(x, n.For)
+                  and x.name.endswith(".warp_lane")]
+    assert lane_loops and all(x.kind is n.ForKind.GPU_THREAD and x.extent == n.const(32)
+                              for x in lane_loops)
+    for lane in lane_loops:  # every call of a stage is inside its lanes
+        inside = [x for x in walk(lane.body) if isinstance(x, n.TensorCall)]
+        assert inside
+    # The whole block: 32 lanes along x, the 2 x 2 warps along y and z.
+    kernel = C.compile(target=CUDA).function.kernels[0]
+    assert kernel.block == (32, 2, 2)
+
+
+def test_what_the_warp_runs_besides_the_call_runs_on_lane_0():
+    """The loops a tail guard keeps (for the tiles the call can't take) are guarded by
+    lane == 0: one thread of the warp computes them, not 32 racing."""
+    C, _ = tensor_core_matmul()
+    stmt = lowered(C)
+    guards = [x for x in walk(stmt) if isinstance(x, n.IfThenElse)
+              and isinstance(x.condition, n.EQ)
+              and isinstance(x.condition.a, n.Var) and x.condition.a.name.endswith("warp_lane")]
+    assert guards
+    for g in guards:
+        assert not any(isinstance(x, n.TensorCall) for x in walk(g.then_case))
+        assert any(isinstance(x, n.Store) for x in walk(g.then_case))
+
+
+def test_the_cuda_c_holds_wmma_fragments_and_warp_barriers():
+    C, _ = tensor_core_matmul()
+    text = source(C)
+    assert "#include <mma.h>" in text
+    assert "nvcuda::wmma::mma_sync" in text and "nvcuda::wmma::fill_fragment" in text
+    assert "__syncwarp();" in text
+
+
+def test_shared_buffers_are_declared_once_per_kernel_and_rows_padded():
+    """A_shared is allocated in two copies of the partitioned k loop; the kernel declares
+    it once. Rows of 64 floats (256 bytes) are 68 apart, 32 halves (64 bytes) 40 apart."""
+    C, _ = tensor_core_matmul(block=(64, 64), depth=32)
+    for kernel in source(C).split("__global__")[1:]:
+        names = re.findall(r"__shared__ __align__\(128\) \w+ (\w+)\[(\d+)\]", kernel)
+        assert sorted(names) == [("A_shared", str(64 * 40)), ("B_shared", str(32 * 72)),
+                                 ("C_shared", str(64 * 68))]
+    strides = {op.name: s for x in walk(lowered(C)) if isinstance(x, n.TensorCall)
+               for op, s in zip(x.operands, x.strides, strict=True)}
+    assert strides["C_shared"] == (n.const(68), n.const(1))
+    assert strides["A_shared"] == (n.const(40), n.const(1))
+    assert strides["B_shared"] == (n.const(72), n.const(1))
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("sizes", [{}, {"block": (64, 128), "depth": 32}, {"depth": 32}],
+                         ids=["64x64x64", "64x128x32", "64x64x32"])
+def test_the_tensor_core_matmul_compiles_to_ptx_with_mma_instructions(tmp_path, sizes):
+    C, _ = tensor_core_matmul(**sizes)
+    path = tmp_path / "tc.cu"
+    path.write_text(PRELUDE + source(C))
+    result = subprocess.run([NVCC, "-ptx", "-arch=sm_90", str(path), "-o",
+                             str(tmp_path / "tc.ptx")], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    ptx = (tmp_path / "tc.ptx").read_text()
+    depth = sizes.get("depth", 64)
+    block = sizes.get("block", (64, 64))
+    # one mma per 16 x 16 x 16 of a warp's 32 x 32 tile and of the call's depth, in each
+    # of the kernels the block loops were partitioned into
+    per_call = 2 * 2 * depth // 16
+    count = ptx.count("wmma.mma.sync.aligned")
+    assert count and count % per_call == 0, count
+    assert "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16" in ptx
+    assert "wmma.store.d.sync.aligned.row.m16n16k16.shared.f32" in ptx
+    assert block
+
+
+# ------------------------------------------------------------------ the interface
+
+
+def test_a_user_declared_warp_intrinsic_gets_a_cuda_context():
+    """An Intrinsic of one's own with a CUDA emitter: operand pointers and strides as C
+    expressions, its lines in a block of their own between warp barriers, its headers."""
+    seen = {}
+    i, j = halo.vars("i j")
+    src = halo.ImageParam(halo.float32, 2, "copy_src")
+    spec = halo.Func("copy_spec")
+    spec[i, j] = src[i, j]
+    spec.bound(i, 0, 4).bound(j, 0, 8)
+
+    def emit(ctx: CudaContext) -> None:
+        seen["ctx"] = ctx
+        out, inp = ctx.operand("copy_spec"), ctx.operand("copy_src")
+        ctx.include("cuda_pipeline.h")
+        e = ctx.fresh("e")
+        ctx.line(f"for (int {e} = {ctx.lane}; {e} < 32; {e} += 32)")
+        ctx.line(f"    {ctx.address(out, f'{e} / 8', f'{e} % 8')}[0] = "
+                 f"{ctx.address(inp, f'{e} / 8', f'{e} % 8')}[0];")
+    copy = halo.Intrinsic("warp_copy", spec, emit=emit, scope="warp")
+
+    x, y = halo.vars("x y")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    out = halo.Func("out")
+    out[y, x] = inp[y, x]
+    yo, xo, yi, xi = halo.vars("yo xo yi xi")
+    out.tile(y, x, yo, xo, yi, xi, 4, 8).gpu_blocks(yo, xo).tensorize(yi, copy)
+    text = source(out)
+    ctx = seen["ctx"]
+    assert ctx.backend == "cuda" and ctx.part == "emit" and ctx.arch == "sm_90"
+    operand = ctx.operand("copy_src")
+    assert operand.scope == "global" and operand.c_type == "float"
+    assert operand.constant_strides == (None, 1)
+    assert "#include <cuda_pipeline.h>" in text
+    assert re.search(r"__syncwarp\(\);\n\s*for \(int e_t\d+ = \(\(int\)threadIdx.x & 31\)",
+                     text), text
+    with pytest.raises(halo.ScheduleError, match=r"asked for operand 'nope'; its spec's "
+                                                 r"buffers are copy_spec, copy_src"):
+        ctx.operand("nope")
+
+
+def test_cuda_context_addresses():
+    op = CudaOperand("a", "A_sh", halo.float16, "__half", "shared", "(A_sh + 5)",
+                     ("40", "1"), (40, 1))
+    runtime = CudaOperand("b", "B", halo.float16, "__half", "global", "(B + i)",
+                          ("B_stride_0", "1"), (None, 1))
+    ctx = CudaContext("k", "update", [op, runtime], "sm_90", "0", lambda b: b)
+    assert ctx.address(op) == "(A_sh + 5)"
+    assert ctx.address(op, 0, 0) == "(A_sh + 5)"
+    assert ctx.address(op, 2, 3) == "((A_sh + 5) + 80 + 3)"
+    assert ctx.address(op, "k") == "((A_sh + 5) + (k) * (40))"
+    assert ctx.address(runtime, 16) == "((B + i) + (16) * (B_stride_0))"
+    with pytest.raises(halo.ScheduleError, match="addressed a with 3 coordinates; it has 2"):
+        ctx.address(op, 1, 2, 3)
+
+
+# -------------------------------------------------------------------- refusals
+
+
+def message(fn, error=halo.ScheduleError) -> str:
+    with pytest.raises(error) as info:
+        fn()
+    return str(info.value)
+
+
+def test_a_warp_intrinsic_on_the_host_is_refused():
+    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    i, j = C.args
+    io, jo, ii, ji = halo.vars("io jo ii ji")
+    C.tile(i, j, io, jo, ii, ji, 32, 32).tensorize(ii, intrinsics.mma_f16_f32(32, 32, 32))
+    assert message(lambda: C.lower("host")) == (
+        "C.tensorize(ii, mma_f16_f32_32x32x32): mma_f16_f32_32x32x32 runs on a GPU warp "
+        "(scope 'warp'); compile for target 'cuda', or tensorize with an intrinsic for this "
+        "target")
+
+
+_READS: dict[str, halo.ImageParam] = {}
+
+
+def _fp16_algorithm(value):
+    i, j = halo.vars("i j")
+    A = halo.ImageParam(halo.float16, 2, "A")
+    _READS["A"] = A
+    B = halo.ImageParam(halo.float16, 2, "B")
+    k = halo.RDom((0, A.shape[1]), name="k")
+    C = halo.Func("C")
+    C[i, j] = halo.cast(halo.float32, 0.0)
+    C[i, j] += value(A[i, k], B[k, j])
+    return C, k
+
+
+def _schedule(C, k, warp=(32, 32), split=32):
+    i, j = C.args
+    io, jo, ii, ji, ko, ki = halo.vars("io jo ii ji ko ki")
+    mma = intrinsics.mma_f16_f32(32, 32, 32)
+    C.tile(i, j, io, jo, ii, ji, *warp).gpu_blocks(io, jo).tensorize(ii, mma)
+    C.update(0).tile(i, j, io, jo, ii, ji, *warp).split(k, ko, ki, split) \
+        .reorder(io, jo, ko, ii, ji, ki).gpu_blocks(io, jo).tensorize(ii, mma)
+
+
+def test_a_nest_that_multiplies_other_types_is_refused_with_the_first_difference():
+    """float16 products summed into float32 aren't what the tensor cores compute
+    (float32 products of float16 inputs)."""
+    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a * b))
+    _schedule(C, k)
+    text = message(lambda: C.lower(CUDA))
+    assert text.startswith("C.update(0).tensorize(ii, mma_f16_f32_32x32x32): the loops from ii "
+                           "inward don't compute what mma_f16_f32_32x32x32's spec "
+                           "mma_f16_f32_32x32x32_spec computes: expected float32(")
+    assert "loop extents: ii 32 (spec i 32), ji 32 (spec j 32), ki 32 (spec k.x 32)" in text
+
+
+def test_a_tile_of_the_wrong_depth_is_refused():
+    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    _schedule(C, k, split=16)
+    assert message(lambda: C.lower(CUDA)) == (
+        "C.update(0).tensorize(ii, mma_f16_f32_32x32x32): loop ki has extent 16, but the "
+        "spec's loop k.x has extent 32; split ki by 32 (a tail is guarded or shifted by the "
+        "split's tail strategy)")
+
+
+def test_a_warp_call_with_three_thread_loops_around_it_is_refused():
+    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    i, j = C.args
+    io, jo, ii, ji, a, b, c, d, e, ko, ki = halo.vars("io jo ii ji a b c d e ko ki")
+    mma = intrinsics.mma_f16_f32(32, 32, 32)
+    C.tile(i, j, io, jo, ii, ji, 32, 32).gpu_blocks(io, jo).tensorize(ii, mma)
+    u = C.update(0)
+    u.split(i, a, ii, 32).split(a, a, b, 2).split(a, a, e, 2)
+    u.split(j, c, ji, 32).split(c, c, d, 2).split(k, ko, ki, 32)
+    u.reorder(a, c, e, b, d, ko, ii, ji, ki).gpu_blocks(a, c).gpu_threads(e, b, d)
+    u.tensorize(ii, mma)
+    assert message(lambda: C.lower(CUDA)) == (
+        "C.update(0): it binds 3 loops to GPU threads around the warp-scoped "
+        "mma_f16_f32_32x32x32, whose 32 lanes need one of CUDA's three thread axes; bind at "
+        "most 2 loops (each thread of the schedule is a warp)")
+
+
+def test_a_func_computed_inside_the_warp_loops_is_refused():
+    """Registers of a Func computed inside a warp's thread loops would be one copy per
+    lane; halo refuses and says where it could go."""
+    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    A = _READS["A"]
+    i, j = C.args
+    io, jo, ii, ji, ko, ki, bo, wi = halo.vars("io jo ii ji ko ki bo wi")
+    mma = intrinsics.mma_f16_f32(32, 32, 32)
+    C.tile(i, j, io, jo, ii, ji, 32, 32).gpu_blocks(io, jo).tensorize(ii, mma)
+    u = C.update(0)
+    u.tile(i, j, io, jo, ii, ji, 32, 32).split(io, bo, wi, 2).split(k, ko, ki, 32)
+    u.reorder(bo, jo, wi, ko, ii, ji, ki).gpu_blocks(bo, jo).gpu_threads(wi)
+    u.tensorize(ii, mma)
+    A.cache_read("local", [C]).compute_at(u, ko)
+    assert message(lambda: C.lower(CUDA)) == (
+        "A_local is computed inside the thread loops around the warp-scoped "
+        "mma_f16_f32_32x32x32, where each of a warp's 32 threads would hold a copy; compute "
+        "A_local at a GPU block loop (shared memory, compute_at(consumer, block var)) or "
+        "outside the kernel")
+
+
+def test_a_block_whose_width_is_not_a_multiple_of_32_is_refused():
+    """The copy-out of the kernel binds 48 threads along x: warps would straddle rows."""
+    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    i, j = C.args
+    io, jo, ii, ji, ko, ki, r, tx, wi, wj, ti, tj = halo.vars(
+        "io jo ii ji ko ki r tx wi wj ti tj")
+    mma = intrinsics.mma_f16_f32(32, 32, 32)
+    acc = C.cache_write("shared")
+    C.tile(i, j, io, jo, ii, ji, 64, 64).gpu_blocks(io, jo).split(ji, r, tx, 48)
+    C.gpu_threads(tx)
+    acc.compute_at(C, jo).tile(i, j, wi, wj, ti, tj, 32, 32).gpu_threads(wi, wj)
+    acc.tensorize(ti, mma)
+    acc.update(0).split(k, ko, ki, 32).tile(i, j, wi, wj, ti, tj, 32, 32) \
+        .reorder(ko, wi, wj, ti, tj, ki).gpu_threads(wi, wj).tensorize(ti, mma)
+    assert "mma_f16_f32_32x32x32 runs on whole warps, but this kernel's blocks are 48 " \
+           "threads wide along x, which is not a multiple of 32" in \
+        message(lambda: C.compile(target=CUDA))
+
+
+def test_mma_f16_f32_shapes_and_scope_are_checked():
+    assert message(lambda: intrinsics.mma_f16_f32(24, 32, 32), halo.DefinitionError) == (
+        "halo.intrinsics.mma_f16_f32(24, 32, 32): rows must be a multiple of 16, the side "
+        "of a WMMA fragment")
+    i = halo.Var("i")
+    spec = halo.Func("scoped_spec")
+    spec[i] = 0
+    spec.bound(i, 0, 4)
+    assert message(lambda: halo.Intrinsic("scoped", spec, emit=print, scope="block"),
+                   halo.DefinitionError) == (
+        "Intrinsic scoped: scope must be one of 'thread', 'warp', not 'block'")
+
+
+def test_a_host_intrinsic_on_the_cuda_target_fails_clearly():
+    """A thread-scoped intrinsic whose emitter knows only LLVM: the CUDA backend says
+    which emitter failed where."""
+    i, j = halo.vars("i j")
+    src = halo.ImageParam(halo.float32, 2, "h_src")
+    spec = halo.Func("h_spec")
+    spec[i, j] = src[i, j]
+    spec.bound(i, 0, 2).bound(j, 0, 2)
+
+    def emit(ctx):
+        ctx.builder.load(ctx.operand("h_src").pointer)
+    host_only = halo.Intrinsic("host_only", spec, emit=emit)
+    x, y = halo.vars("x y")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    out = halo.Func("out")
+    out[y, x] = inp[y, x]
+    yo, xo, yi, xi = halo.vars("yo xo yi xi")
+    out.tile(y, x, yo, xo, yi, xi, 2, 2).gpu_blocks(yo, xo).tensorize(yi, host_only)
+    assert "intrinsic host_only: its emitter for the emit part failed on the CUDA backend: " \
+           "AttributeError(" in message(lambda: out.compile(target=CUDA))
+
+
+def test_the_tensor_core_schedule_prints_as_halo_source():
+    C, _ = tensor_core_matmul()
+    text = halo.schedule_source(C)
+    assert text.count(".tensorize(ti, mma_f16_f32_32x32x64)") == 2
+
+
+def test_a_host_intrinsic_of_halo_refuses_the_cuda_backend():
+    try:
+        micro = intrinsics.fma_outer_product(2, 16, 4)
+    except halo.DefinitionError:
+        pytest.skip("this host has no FMA micro-kernel")
+    x, y = halo.Var("x"), halo.Var("y")
+    A = halo.ImageParam(halo.float32, 2, "A")
+    B = halo.ImageParam(halo.float32, 2, "B")
+    k = halo.RDom((0, A.shape[1]), name="k")
+    out = halo.Func("out")
+    out[y, x] = 0.0
+    out[y, x] += A[y, k] * B[k, x]
+    yo, xo, yi, xi, ko, ki = halo.vars("yo xo yi xi ko ki")
+    out.gpu_tile(y, x, yo, xo, yi, xi, 2, 16)
+    out.update(0).tile(y, x, yo, xo, yi, xi, 2, 16).split(k, ko, ki, 4) \
+        .reorder(yo, xo, ko, yi, xi, ki).gpu_blocks(yo, xo).tensorize(yi, micro)
+    assert message(lambda: out.compile(target=CUDA)) == (
+        "halo.intrinsics.fma_outer_product(2, 16, 4): a host intrinsic emits LLVM IR only; "
+        "it was asked for the cuda backend (on a GPU, use mma_f16_f32)")
