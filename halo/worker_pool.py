@@ -58,7 +58,10 @@ def _serve(conn: Connection, task: Callable, env: dict[str, str]) -> None:
         os.environ.setdefault(name, value)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C stops the driver, not its tasks
     while True:
-        item = conn.recv()
+        try:
+            item = conn.recv()
+        except EOFError:  # the pool's process ended
+            return
         if item is None:
             return
         conn.send((_WORKING, None))  # the timeout starts now, not while the worker starts
@@ -164,7 +167,7 @@ class WorkerPool:
                                                      f"{w.proc.exitcode})")
                 elif w.started is not None and time.monotonic() - w.started > self.timeout_s:
                     self._replace(w)
-                    yield item, WorkerFailure(HANG, f"no result after {self.timeout_s:.0f} s")
+                    yield item, WorkerFailure(HANG, f"no result after {self.timeout_s:g} s")
 
 
 _END = object()

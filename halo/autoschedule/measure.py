@@ -201,7 +201,7 @@ def run_job(job: MeasureJob) -> Measurement:
     try:
         with NameScope():  # the names halo makes up, as in the caller's fresh scope
             outputs = list(job.build())
-        _apply_schedule(outputs, job.schedule)
+        apply_schedule(outputs, job.schedule)
         kernel = Pipeline(outputs).compile(target)
         compile_s = time.perf_counter() - start
         arrays = job.make_inputs() if job.make_inputs is not None else default_inputs(
@@ -223,8 +223,9 @@ def run_job(job: MeasureJob) -> Measurement:
                        tuple(sample_of(a) for a in result))
 
 
-def _apply_schedule(outputs: list[Func], text: str) -> None:
-    """`halo.apply_json` for a pipeline of several outputs."""
+def apply_schedule(outputs: list[Func], text: str) -> None:
+    """`halo.apply_json` for a pipeline of several outputs: schedule JSON applied to the
+    (unscheduled) Funcs feeding `outputs`, by name."""
     env = Environment.of(outputs)
 
     def condition(data: list) -> Expr:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import time
+from dataclasses import replace
 
 import halo
 from apps import blur
@@ -22,3 +23,21 @@ def crashing_outputs() -> list[halo.Func]:
 def hanging_outputs() -> list[halo.Func]:
     time.sleep(3600)
     raise AssertionError("an hour passed")
+
+
+class Sabotaged:
+    """An executor that measures through `inner`, except that the first batch of several
+    jobs has its second job crash its worker and its third hang: what a broken candidate
+    does to a tuning run."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.done = False
+
+    def measure(self, jobs):
+        jobs = list(jobs)
+        if not self.done and len(jobs) >= 3:
+            self.done = True
+            jobs[1] = replace(jobs[1], build=crashing_outputs)
+            jobs[2] = replace(jobs[2], build=hanging_outputs)
+        return self.inner.measure(jobs)
