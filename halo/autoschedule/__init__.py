@@ -90,12 +90,13 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
                  inputs: dict | None = None, budget_s: float | None = None, seed: int = 0,
                  beam_size: int = DEFAULT_BEAM, model: CostModel | None = None,
                  measure: bool = False, records: str | None = None,
-                 executor: Executor | None = None, progress: bool | None = None
+                 executor: Executor | object | None = None, progress: bool | None = None
                  ) -> AutoscheduleResult:
     """Schedule every Func feeding the output(s) (a Func, a list of them, or a
     `halo.Pipeline`); see API.md "Autoscheduling" and docs/autoschedule.md. With
-    `measure=True`, candidates are measured (through `executor`, default local worker
-    processes) for `budget_s` and the fastest is kept; with `records=` (a path), the
+    `measure=True`, candidates are measured (through `executor`: default local worker
+    processes; a `measure.Executor`, a `dask.distributed.Client` or a Ray context) for
+    `budget_s` and the fastest is kept; with `records=` (a path), the
     measurements are kept there and a tuned problem's best is returned at once."""
     start = time.monotonic()
     outputs = _outputs(f_or_pipeline)

@@ -421,3 +421,19 @@ class RayExecutor:
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)
+
+
+def as_executor(executor: object) -> Executor:
+    """An Executor from what `halo.autoschedule(executor=...)` takes: an Executor, a
+    `dask.distributed.Client`, or the context `ray.init()` returned."""
+    if hasattr(executor, "measure"):
+        return executor
+    module = type(executor).__module__.split(".")[0]
+    if module == "distributed":
+        return DaskExecutor(executor)
+    if module == "ray":
+        return RayExecutor()
+    raise HaloError(f"halo.autoschedule(executor={executor!r}): an executor is a "
+                    "halo.autoschedule.measure.Executor (LocalExecutor, DaskExecutor, "
+                    "RayExecutor), a dask.distributed.Client, or what ray.init() returned")
+

@@ -46,6 +46,7 @@ from halo.autoschedule.measure import (
     Sizes,
     algorithm_builder,
     apply_schedule,
+    as_executor,
     default_inputs,
     fingerprint,
     machine_difference,
@@ -131,7 +132,7 @@ def recorded_best(problem: Problem, records: str) -> Tuned | None:
     return session.recorded()
 
 
-def tune(problem: Problem, budget_s: float, executor: Executor | None, records: str | None,
+def tune(problem: Problem, budget_s: float, executor: object, records: str | None,
          progress: bool | None) -> Tuned:
     """Measure candidates for `budget_s` seconds (counting a resumed problem's earlier
     sessions) and apply the fastest that passes the checks."""
@@ -142,7 +143,7 @@ def tune(problem: Problem, budget_s: float, executor: Executor | None, records: 
     if recorded is not None:
         return recorded
     owned = executor is None
-    executor = executor or LocalExecutor()
+    executor = LocalExecutor() if owned else as_executor(executor)
     try:
         return session.run(executor, sys.stderr.isatty() if progress is None else progress)
     finally:
