@@ -110,13 +110,14 @@ def test_records_of_another_machine_are_never_used(tmp_path):
 def test_a_crash_and_a_hang_are_recorded_and_tuning_goes_on(tmp_path):
     path = tmp_path / "tuning.jsonl"
     inp, out, image = _blur()
-    with LocalExecutor(workers=2, timeout_s=1.5) as local:
-        result = halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=8.0,
+    with LocalExecutor(workers=2, timeout_s=2.5) as local:
+        result = halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=10.0,
                                    records=str(path), executor=Sabotaged(local))
     errors = [r["error"] for r in _records(path) if r["kind"] == "measurement"]
+    assert len(errors) == result.measurements  # every measurement made is recorded
     assert any(e and e.startswith("crash: the worker died") for e in errors)
-    assert any(e and e.startswith("hang: no result after 1.5 s") for e in errors)
-    assert sum(e is None for e in errors) >= 3
+    assert any(e and e.startswith("hang: no result after 2.5 s") for e in errors)
+    assert sum(e is None for e in errors) >= 2  # the root schedule's, and others'
     assert result.measured_s is not None
     got = out.realize(image.shape, inputs={inp: image})
     np.testing.assert_allclose(got, halo.reference(out, image.shape, inputs={inp: image}),
