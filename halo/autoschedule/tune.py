@@ -39,6 +39,7 @@ import numpy as np
 from halo.autoschedule.algorithm import Algorithm, extent
 from halo.autoschedule.canonical import canonical
 from halo.autoschedule.measure import (
+    DEFAULT_TIMEOUT_S,
     Executor,
     LocalExecutor,
     MeasureJob,
@@ -82,6 +83,7 @@ CHECK_SIDE = 24    # the root schedule is checked against halo.reference over at
 REPEATS = 3        # timed calls per candidate, after the warm-up
 FIT_AFTER = 4      # measurements before the model is refitted
 CHECK_SHARE = 0.1  # of the budget, kept for the checks at awkward sizes
+MIN_TIMEOUT_S = 10.0  # the default executor's timeout for a job, at the least
 
 
 @dataclass
@@ -143,7 +145,10 @@ def tune(problem: Problem, budget_s: float, executor: object, records: str | Non
     if recorded is not None:
         return recorded
     owned = executor is None
-    executor = LocalExecutor() if owned else as_executor(executor)
+    # A hung candidate holds up its round until its worker's timeout: a fraction of the
+    # budget, so the budget holds (within a compile) however candidates fail.
+    timeout_s = min(DEFAULT_TIMEOUT_S, max(MIN_TIMEOUT_S, budget_s / 4))
+    executor = LocalExecutor(timeout_s=timeout_s) if owned else as_executor(executor)
     try:
         return session.run(executor, sys.stderr.isatty() if progress is None else progress)
     finally:
