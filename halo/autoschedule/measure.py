@@ -344,7 +344,10 @@ def run_job_isolated(job: MeasureJob, timeout_s: float = DEFAULT_TIMEOUT_S) -> M
     if mp.current_process().daemon:
         return run_job(job)
     pool = getattr(_local, "pool", None)
-    if pool is None or pool.timeout_s != timeout_s:
+    if pool is not None and pool.timeout_s != timeout_s:
+        pool.close()
+        pool = None
+    if pool is None:
         pool = _local.pool = WorkerPool(1, run_job, timeout_s)
     for _, result in pool.run([job]):
         return _failed(job, result) if isinstance(result, WorkerFailure) else result
