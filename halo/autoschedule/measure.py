@@ -100,7 +100,9 @@ class MeasureJob:
     `halo.schedule_to_json` (or `AutoscheduleResult.schedule`); `threads` the thread
     count of the target (None: the host's default); `make_inputs` (picklable, optional)
     returns the input arrays by name; `key` is the caller's, returned in the
-    Measurement."""
+    Measurement. `cutoff_s`: a candidate whose first call takes longer is not timed
+    further (its one time is the measurement): a tuner passes a multiple of the best
+    time so far, so a slow candidate costs one call, not a warm-up and `repeats`."""
     build: Callable[[], list[Func]]
     schedule: str
     sizes: Sizes
@@ -108,6 +110,7 @@ class MeasureJob:
     key: str = ""
     threads: int | None = None
     make_inputs: Callable[[], dict[str, np.ndarray]] | None = None
+    cutoff_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -212,9 +215,14 @@ def run_job(job: MeasureJob) -> Measurement:
             return kernel.run(job.sizes.shape, None, job.sizes.origin, None, named)
 
         with timing_turn():
+            first = time.perf_counter()
             result = call()
-            warm_up(call)
-            times = tuple(time_call(call) for _ in range(max(1, job.repeats)))
+            first = time.perf_counter() - first
+            if job.cutoff_s is not None and first > job.cutoff_s:
+                times: tuple[float, ...] = (first,)
+            else:
+                warm_up(call)
+                times = tuple(time_call(call) for _ in range(max(1, job.repeats)))
     except Exception as error:  # noqa: BLE001 - any failure is this job's result
         kind = "" if isinstance(error, HaloError) else f"{type(error).__name__}: "
         return Measurement(job.key, None, f"{kind}{error}", machine,

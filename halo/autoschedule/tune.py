@@ -81,6 +81,8 @@ DROPOUT = 0.5      # the chance a probe passes over each child
 PARENTS = 3        # the fastest measured schedules mutated each round
 CHECK_SIDE = 24    # the root schedule is checked against halo.reference over at most this
 REPEATS = 3        # timed calls per candidate, after the warm-up
+CUTOFF = 3.0       # a candidate whose first call is this much slower than the best so far
+                   # is timed once (the root schedule of a big matmul takes seconds a call)
 FIT_AFTER = 4      # measurements before the model is refitted
 CHECK_SHARE = 0.1  # of the budget, kept for the checks at awkward sizes
 MIN_TIMEOUT_S = 10.0  # the default executor's timeout for a job, at the least
@@ -308,8 +310,12 @@ class _Session:
 
     def _measure(self, executor: Executor, batch: list[_Candidate], until: float,
                  bar) -> None:
-        jobs = [MeasureJob(self.build, c.schedule, self.sizes, REPEATS, str(k),
-                           self.p.target.num_threads) for k, c in enumerate(batch)]
+        best = self._fastest()
+        cutoff = CUTOFF * best[0].seconds if best else None
+        repeats = REPEATS if best else 1  # the root schedule: a baseline, not a contender
+        jobs = [MeasureJob(self.build, c.schedule, self.sizes, repeats, str(k),
+                           self.p.target.num_threads, cutoff_s=cutoff)
+                for k, c in enumerate(batch)]
         results = executor.measure(jobs)
         try:
             for m in results:

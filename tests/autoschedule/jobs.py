@@ -26,9 +26,9 @@ def hanging_outputs() -> list[halo.Func]:
 
 
 class Sabotaged:
-    """An executor that measures through `inner`, except that the first batch of several
-    jobs has its second job crash its worker and its third hang: what a broken candidate
-    does to a tuning run."""
+    """An executor that measures through `inner`, except that in the first batch of
+    several jobs, the first job crashes its worker and the second hangs (the first two:
+    they start at once): what broken candidates do to a tuning run."""
 
     def __init__(self, inner):
         self.inner = inner
@@ -38,6 +38,6 @@ class Sabotaged:
         jobs = list(jobs)
         if not self.done and len(jobs) >= 3:
             self.done = True
-            jobs[1] = replace(jobs[1], build=crashing_outputs)
-            jobs[2] = replace(jobs[2], build=hanging_outputs)
+            jobs[0] = replace(jobs[0], build=crashing_outputs)
+            jobs[1] = replace(jobs[1], build=hanging_outputs)
         return self.inner.measure(jobs)

@@ -93,3 +93,10 @@ def test_algorithm_builder_copies_the_funcs_by_name():
     arrays = default_inputs(Environment.of([out]), SIZES)
     want = halo.reference(out, (37, 53), inputs={inp: arrays["inp"]})
     assert samples_agree(m.sample, [want.reshape(-1)])
+
+
+def test_a_candidate_past_the_cutoff_is_timed_once():
+    m = run_job(MeasureJob(blur_outputs, "{}", SIZES, repeats=3, cutoff_s=0.0))
+    assert m.error is None and len(m.times_s) == 1
+    m = run_job(MeasureJob(blur_outputs, "{}", SIZES, repeats=3, cutoff_s=60.0))
+    assert len(m.times_s) == 3
