@@ -176,3 +176,29 @@ def test_probes_and_mutations_give_schedules_halo_accepts(app):
         apply_calls(again, _calls(state))
         halo.Pipeline(again).lower()
 
+
+
+def test_a_larger_budget_resumes_without_measuring_again(tmp_path):
+    """The second session gets what the first left of a larger budget, and measures only
+    schedules the first did not (the root schedule again, as the values' reference)."""
+    path = tmp_path / "tuning.jsonl"
+    inp, out, image = _blur()
+    halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=BUDGET_S,
+                      records=str(path))
+    inp2, out2, _ = _blur()
+    start = time.monotonic()
+    halo.autoschedule(out2, inputs={inp2: image}, measure=True, budget_s=BUDGET_S + 4,
+                      records=str(path))
+    assert time.monotonic() - start < BUDGET_S
+    lines = [r for r in _records(path) if r["kind"] == "measurement"]
+    sessions = list(dict.fromkeys(r["session"] for r in lines))
+    assert len(sessions) == 2
+    names = lines[0]["names"]  # the second session's Funcs have other made-up names
+
+    def key(r: dict) -> str:
+        return json.dumps(json.loads(renamed_schedule(r["schedule"], r["names"], names)),
+                          sort_keys=True)
+
+    first, second = ([key(r) for r in lines if r["session"] == s] for s in sessions)
+    assert len(second) >= 2 and second[0] == first[0]  # the root schedule, measured first
+    assert not set(second[1:]) & set(first)
