@@ -202,3 +202,36 @@ def test_a_larger_budget_resumes_without_measuring_again(tmp_path):
     first, second = ([key(r) for r in lines if r["session"] == s] for s in sessions)
     assert len(second) >= 2 and second[0] == first[0]  # the root schedule, measured first
     assert not set(second[1:]) & set(first)
+
+
+def test_tuning_a_pipeline_of_two_outputs_with_a_param():
+    """Both outputs are measured and compared; the Param's value travels with the jobs."""
+    y, x = halo.vars("y x")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    k = halo.Param(halo.float32, "k", 2.0)
+    a, b, c = halo.Func("a"), halo.Func("b"), halo.Func("c")
+    a[y, x] = inp[y, x] * k
+    b[y, x] = a[y, x] + a[y, x + 1]
+    c[y, x] = a[y, x] - a[y + 1, x]
+    image = np.random.default_rng(6).random((40, 50), dtype=np.float32)
+    pipeline = halo.Pipeline([b, c])
+    result = halo.autoschedule(pipeline, estimates={b: (39, 49), c: (39, 49)},
+                               inputs={inp: image}, measure=True, budget_s=4.0)
+    assert result.measured_s is not None
+    got = pipeline.realize((39, 49), inputs={inp: image})
+    want = halo.reference([b, c], (39, 49), inputs={inp: image})
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
+
+
+def test_record_file_errors_name_the_problem(tmp_path):
+    inp, out, image = _blur()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not a record\n")
+    with pytest.raises(halo.HaloError, match="bad.jsonl line 1 is not a tuning record"):
+        halo.autoschedule(out, inputs={inp: image}, records=str(bad))
+    with pytest.raises(halo.HaloError, match="holds no tuning record of the algorithm of "
+                                             "blur_y; run halo.autoschedule"):
+        halo.apply_best(out, str(tmp_path / "none.jsonl"))
+    with pytest.raises(halo.HaloError, match="executor=3"):
+        halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=1, executor=3)
