@@ -59,6 +59,7 @@ class StageFeatures:
     accumulator_registers: int
     bytes_read_by_level: dict[str, float] = field(default_factory=dict)
     stored_points: int = 0  # points written to memory (a register tile's stay in registers)
+    launches_tasks: bool = False  # its own loop is the parallel one (else it inherits it)
 
 
 def stage_features(alg: Algorithm, decisions: dict[str, Decision],
@@ -98,15 +99,18 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             at_point = _reads(alg, decisions, s, point)
             moved = {v: _reads(alg, decisions, s, {**point, v: (lo, lo + 1)})
                      for v, (lo, _) in point.items() if v == inner_var or v in reg_tile}
+            loaded = set()
             for k, (a, region) in enumerate(at_point):
                 cls = _access_class(a, region, moved[inner_var][k][1]
-                                    if inner_var in moved else region)
+                                    if inner_var in moved else region,
+                                    _stored_extents(alg, func_nests, a))
                 classes[cls] += 1
-                if a.callee == name and promoted:
-                    continue  # the accumulator stays in registers
+                if a.callee == name and promoted or (a.callee, region) in loaded:
+                    continue  # the accumulator stays in registers; a value loaded again
+                loaded.add((a.callee, region))
                 share = prod(trips for v, trips in reg_tile.items()
                              if v in moved and moved[v][k][1] == region)
-                loads += {"broadcast": 0.1, "dense": 1.0, "strided": lanes,
+                loads += {"broadcast": 0.1, "dense": 1.0, "strided": 2 * lanes,
                           "gather": lanes}[cls] / share
             if spills:
                 loads += 2.0  # the accumulators spill: a store and a load per point
@@ -145,7 +149,8 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 classes, per, nest.realizations, total, total / max(1, full),
                 innermost.trips if innermost is not None else 1, lanes, tasks, idle, alloc,
                 nest.store_realizations, working, lines, loads, registers,
-                dict(read_by_level), 0 if promoted else total))
+                dict(read_by_level), 0 if promoted else total,
+                any(lp.parallel for lp in loops)))
     return out
 
 
@@ -170,7 +175,7 @@ def cost_terms(features: list[StageFeatures], cores: int, natural_lanes: int) ->
             f.stored_points * 4 / memory_speedup,
             f.allocations if f.allocation_bytes > 65536 else 0,
             f.allocations if f.allocation_bytes <= 65536 else 0,
-            f.parallel_tasks if f.parallel_tasks > 1 else 0,
+            f.parallel_tasks if f.parallel_tasks > 1 and f.launches_tasks else 0,
             f.points / max(1, f.innermost_extent) / speedup,
         ])
     return rows
@@ -208,24 +213,38 @@ def _reads(alg: Algorithm, decisions: dict[str, Decision], s: StageModel,
     return out
 
 
-def _access_class(a, region, moved) -> str:
-    """broadcast (the same point as the innermost loop moves), dense (the next point of
-    the last dimension), strided, or gather (not affine)."""
+def _access_class(a, region, moved, stored: tuple[int, ...] | None) -> str:
+    """broadcast (the same point as the innermost loop moves), dense (the next point in
+    memory: of the last dimension, or of one whose later dimensions are stored one
+    point wide), strided, or gather (not affine)."""
     if any(form is None for form in a.pattern):
         return "gather"
     delta = [m[1] - r[1] for r, m in zip(region, moved, strict=True)]
     if not any(delta):
         return "broadcast"
+    if stored is not None and len(stored) == len(delta):
+        stride = sum(dk * prod(stored[k + 1:]) for k, dk in enumerate(delta))
+        return "dense" if stride == 1 else "strided"
     if delta[-1] == 1 and not any(delta[:-1]):
         return "dense"
     return "strided"
 
 
+def _stored_extents(alg: Algorithm, func_nests: dict[str, FuncNest], a
+                    ) -> tuple[int, ...] | None:
+    """The extents of the buffer an access reads, as stored (None: inlined)."""
+    if a.is_input:
+        return extent(alg.inputs[a.callee][0])
+    nest = func_nests.get(a.callee)
+    return extent(nest.store_region) if nest is not None else None
+
+
 def _reg_tile_loops(loops) -> list:
-    """The innermost loops that are unrolled or vectorized, innermost first."""
+    """The innermost loops that are unrolled or vectorized (or run once), innermost
+    first."""
     inner = []
     for lp in reversed(loops):
-        if not (lp.unrolled or lp.vector):
+        if not (lp.unrolled or lp.vector or lp.trips == 1):
             break
         inner.append(lp)
     return inner

@@ -203,10 +203,14 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
         out.append(state.with_decision(name, Decision(Placement(ROOT), nest)))
     for consumer, stage, loop in sites:
         stores = [None]
-        # Sliding windows along a pure consumer's loops (not along reduction loops,
-        # where halo recomputes more than the window the model counts).
+        # Sliding windows along a pure consumer's loops that each move the window (not
+        # along reduction loops, or a loop the Func doesn't depend on: halo recomputes
+        # the window there, more than the model counts).
         if not f.has_updates and stage == 0:
-            stores += sorted({0, loop - 1} - {-1, loop})
+            loops = func_nests[consumer].loops[stage]
+            stores += [k for k in sorted({0, loop - 1} - {-1, loop})
+                       if all(_moves(alg, alg.funcs[consumer].stages[stage], name, lp.var)
+                              for lp in loops[k + 1:loop + 1])]
         for store in stores:
             placement = Placement(AT, consumer, stage, loop, store)
             trial = state.with_decision(name, Decision(placement))
@@ -215,6 +219,26 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
             for nest in _nest_options(f, at_extents, machine, rng, root=False):
                 out.append(state.with_decision(name, Decision(placement, nest)))
     return out
+
+
+def _moves(alg: Algorithm, stage, name: str, var: str) -> bool:
+    """Whether what `stage` reads of Func `name` (directly or through the Funcs between
+    them) moves as its loop variable `var` moves."""
+    k = stage.loop_vars.index(var)
+    for a in stage.accesses:
+        if a.is_input or a.callee == stage.func:
+            continue
+        if any(form is None or form[0][k] for form in a.affine) and (
+                a.callee == name or _reads(alg, a.callee, name)):
+            return True
+    return False
+
+
+def _reads(alg: Algorithm, func: str, name: str) -> bool:
+    """Whether Func `func` reads Func `name`, directly or through other Funcs."""
+    return any(not a.is_input and a.callee != func and (a.callee == name or
+                                                        _reads(alg, a.callee, name))
+               for s in alg.funcs[func].stages for a in s.accesses)
 
 
 def legal_sites(alg: Algorithm, decided: dict[str, Decision], func_nests: dict[str, FuncNest],
