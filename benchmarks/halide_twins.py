@@ -18,14 +18,16 @@ The Python-level math (luma, Gaussian taps, Sobel, box sums, the Harris response
 from the apps' own helpers, which take any expression type, so both sides compute the
 same expressions with the same float32 constants.
 
-`compile_hand_scheduled` and `compile_autoscheduled` return a `HalideRun`: a function
-that runs the compiled pipeline on NumPy arrays without copying them.
+`compile_hand_scheduled` returns a `HalideRun`: a function that runs the compiled
+pipeline on NumPy arrays without copying them; `compile_autoscheduled` returns one inside
+an `Autoscheduled`, with the schedule the autoscheduler wrote and the time it took.
 """
 from __future__ import annotations
 
 import os
 import sys
 import tempfile
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,8 +44,6 @@ warnings.filterwarnings("ignore", message="The floating-point value", category=R
 SHIFT = hl.TailStrategy.ShiftInwards
 GUARD = hl.TailStrategy.GuardWithIf
 F32 = hl.Float(32)
-
-AUTOSCHEDULER = "Adams2019"
 
 
 @dataclass
@@ -331,33 +331,48 @@ def compile_hand_scheduled(app_name: str, inputs: dict[str, np.ndarray]) -> Hali
     return HalideRun(app, inputs)
 
 
+@dataclass
+class Autoscheduled:
+    """A pipeline a Halide autoscheduler scheduled: the run, the schedule it wrote (as
+    Halide C++), and the seconds it took to choose the schedule and to compile it."""
+    run: HalideRun
+    source: str
+    search_s: float
+    compile_s: float
+
+
 def compile_autoscheduled(app_name: str, inputs: dict[str, np.ndarray],
-                          output_shape: tuple[int, ...],
-                          threads: int) -> tuple[HalideRun, str]:
-    """The algorithm scheduled by Adams2019 for these input and output sizes; returns the
-    run and the schedule the autoscheduler wrote (as Halide C++)."""
-    load_autoscheduler()
+                          output_shape: tuple[int, ...], threads: int,
+                          autoscheduler: str) -> Autoscheduled:
+    """The algorithm scheduled by `autoscheduler` (Adams2019, Mullapudi2016 or Li2018:
+    the plugins the wheel ships) for these input and output sizes."""
+    load_autoscheduler(autoscheduler)
     app = TWINS[app_name][0]()
     for param in app.params:
         param.set_estimates([(0, extent) for extent in reversed(inputs[param.name()].shape)])
     app.output.set_estimates([(0, extent) for extent in reversed(output_shape)])
-    params = hl.AutoschedulerParams(AUTOSCHEDULER, {"parallelism": str(threads)})
+    params = hl.AutoschedulerParams(autoscheduler, {"parallelism": str(threads)})
+    start = time.perf_counter()
     result = hl.Pipeline(app.output).apply_autoscheduler(jit_target(), params)
-    return HalideRun(app, inputs), result.schedule_source
+    searched = time.perf_counter()
+    run = HalideRun(app, inputs)
+    return Autoscheduled(run, result.schedule_source, searched - start,
+                         time.perf_counter() - searched)
 
 
 _loaded: set[str] = set()
 
 
-def load_autoscheduler() -> None:
-    """Load the Adams2019 plugin that ships in the halide wheel (once per process)."""
-    if AUTOSCHEDULER in _loaded:
+def load_autoscheduler(name: str) -> None:
+    """Load the plugin of autoscheduler `name` that ships in the halide wheel (once per
+    process)."""
+    if name in _loaded:
         return
-    library = os.path.join(hl.install_dir(), "lib64", "libautoschedule_adams2019.so")
+    library = os.path.join(hl.install_dir(), "lib64", f"libautoschedule_{name.lower()}.so")
     if not os.path.exists(library):
         raise FileNotFoundError(f"the halide package has no {library}")
     hl.load_plugin(library)
-    _loaded.add(AUTOSCHEDULER)
+    _loaded.add(name)
 
 
 def loop_nest(app_name: str) -> str:

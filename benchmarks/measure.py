@@ -12,6 +12,12 @@ calls that wake the cores up again (`halo.timing.time_after_idle`).
 A timed call is what a user's call costs: for halo, `kernel(out=..., **inputs)` with its
 checks of the inputs and of the regions the code will touch; for Halide, a compiled
 `Callable` on buffers that wrap the arrays (wrapped once, outside the timing).
+
+The autoscheduled variants (halo's `halo.autoschedule`, Halide's Adams2019, Mullapudi2016
+and Li2018) schedule the unscheduled algorithm for the case's sizes in this process;
+their `search_s` (choosing the schedule) and `compile_s` (compiling it) are recorded
+apart. halo's search time is its whole `autoschedule` call: the search, and the
+validation that compiles and runs its best candidates.
 """
 from __future__ import annotations
 
@@ -30,16 +36,21 @@ from benchmarks.cases import Case
 from halo.timing import time_after_idle
 
 # Variants in the order tables and charts show them.
-HALO, HALIDE, HALIDE_AUTO, NUMPY = "halo", "halide", "halide_auto", "numpy"
-VARIANTS = (HALO, HALIDE, HALIDE_AUTO, NUMPY)
-LABELS = {HALO: "halo", HALIDE: "Halide (same schedule)", HALIDE_AUTO: "Halide (Adams2019)",
-          NUMPY: "NumPy"}
+HALO, HALO_AUTO, HALIDE, NUMPY = "halo", "halo_auto", "halide", "numpy"
+HALIDE_AUTOSCHEDULERS = ("Adams2019", "Mullapudi2016", "Li2018")
+HALIDE_AUTO = {name: f"halide_{name.lower()}" for name in HALIDE_AUTOSCHEDULERS}
+VARIANTS = (HALO, HALO_AUTO, HALIDE, *HALIDE_AUTO.values(), NUMPY)
+LABELS = {HALO: "halo", HALO_AUTO: "halo auto", HALIDE: "Halide (same schedule)",
+          **{v: f"Halide ({name})" for name, v in HALIDE_AUTO.items()}, NUMPY: "NumPy"}
+AUTOSCHEDULED = (HALO_AUTO, *HALIDE_AUTO.values())
 
 
 @dataclass
 class VariantResult:
     """What one variant of one case did: its timed runs, or why it has none."""
     build_s: float | None = None  # compiling (and autoscheduling) plus the first run
+    search_s: float | None = None  # choosing the schedule (autoscheduled variants)
+    compile_s: float | None = None  # compiling the scheduled pipeline
     times_s: list[float] = field(default_factory=list)
     error: str | None = None  # it could not be built or run
     skipped: str | None = None  # it was not attempted, and why
@@ -88,22 +99,26 @@ class CaseResult:
 class _Built:
     run: Callable[[], object]
     output: np.ndarray
+    search_s: float | None = None
+    compile_s: float | None = None
 
 
 def measure(case: Case, threads: int, repeats: int, halide_twins=None,
             skip: dict[str, str] | None = None) -> CaseResult:
     """Run every variant of `case`. `halide_twins` is that module, or None (then `skip`
-    must name both Halide variants); `skip` maps the variants not to run to the reason."""
+    must name every Halide variant); `skip` maps the variants not to run to the reason."""
     skip = skip or {}
     inputs = case.make_inputs()
     result = CaseResult(case.app, case.size, case.flops, {})
     reference = case.numpy(**inputs)
     builders: dict[str, Callable[[], _Built]] = {
         HALO: lambda: _halo(case, inputs, reference, threads, result),
+        HALO_AUTO: lambda: _halo_auto(case, inputs, reference, threads, result),
         NUMPY: lambda: _Built(lambda: case.numpy(**inputs), reference),
         HALIDE: lambda: _halide(halide_twins, case, inputs, reference, result),
-        HALIDE_AUTO: lambda: _halide_auto(halide_twins, case, inputs, reference, threads,
-                                          result),
+        **{variant: _halide_auto_builder(halide_twins, name, case, inputs, reference,
+                                         threads, result)
+           for name, variant in HALIDE_AUTO.items()},
     }
     built: dict[str, _Built] = {}
     for name in VARIANTS:
@@ -119,6 +134,7 @@ def measure(case: Case, threads: int, repeats: int, halide_twins=None,
             traceback.print_exc()
             continue
         variant.build_s = time.perf_counter() - start
+        variant.search_s, variant.compile_s = built[name].search_s, built[name].compile_s
     result.mismatches = _compare_all({name: b.output for name, b in built.items()}, case)
     for _ in range(repeats):
         for name, b in built.items():
@@ -130,18 +146,39 @@ def _halo(case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
           threads: int, result: CaseResult) -> _Built:
     *_, output_func, funcs = case.module.algorithm()
     case.module.schedule(funcs)
+    return _halo_compiled(output_func, inputs, reference, threads, result, "halo", None)
+
+
+def _halo_auto(case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
+               threads: int, result: CaseResult) -> _Built:
+    """The app's algorithm, unscheduled, through `halo.autoschedule` for these inputs and
+    the output's size."""
+    *_, output_func, _ = case.module.algorithm()
     target = halo.Target("host", threads=threads)
+    chosen = halo.autoschedule(output_func, target=target, inputs=inputs,
+                               estimates={output_func: reference.shape})
+    result.artifacts["halo_auto_schedule.py"] = chosen.source
+    return _halo_compiled(output_func, inputs, reference, threads, result, "halo_auto",
+                          chosen.search_s)
+
+
+def _halo_compiled(output_func, inputs: dict[str, np.ndarray], reference: np.ndarray,
+                   threads: int, result: CaseResult, name: str,
+                   search_s: float | None) -> _Built:
+    target = halo.Target("host", threads=threads)
+    start = time.perf_counter()
     kernel = output_func.compile(target)
+    compile_s = time.perf_counter() - start
     loop_nest = io.StringIO()
     with contextlib.redirect_stdout(loop_nest):
         output_func.print_loop_nest(target)
-    result.artifacts["halo_loop_nest.txt"] = loop_nest.getvalue()
+    result.artifacts[f"{name}_loop_nest.txt"] = loop_nest.getvalue()
     out = np.empty_like(reference)
 
     def run() -> None:
         kernel(out=out, **inputs)
     run()
-    return _Built(run, out)
+    return _Built(run, out, search_s, compile_s)
 
 
 def _halide(twins, case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
@@ -153,14 +190,17 @@ def _halide(twins, case: Case, inputs: dict[str, np.ndarray], reference: np.ndar
     return _Built(lambda: halide_run(out), out)
 
 
-def _halide_auto(twins, case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
-                 threads: int, result: CaseResult) -> _Built:
-    halide_run, source = twins.compile_autoscheduled(case.app, inputs, reference.shape,
-                                                     threads)
-    result.artifacts[f"{twins.AUTOSCHEDULER.lower()}_schedule.txt"] = source
-    out = np.empty_like(reference)
-    halide_run(out)
-    return _Built(lambda: halide_run(out), out)
+def _halide_auto_builder(twins, autoscheduler: str, case: Case,
+                         inputs: dict[str, np.ndarray], reference: np.ndarray, threads: int,
+                         result: CaseResult) -> Callable[[], _Built]:
+    def build() -> _Built:
+        done = twins.compile_autoscheduled(case.app, inputs, reference.shape, threads,
+                                           autoscheduler)
+        result.artifacts[f"{autoscheduler.lower()}_schedule.txt"] = done.source
+        out = np.empty_like(reference)
+        done.run(out)
+        return _Built(lambda: done.run(out), out, done.search_s, done.compile_s)
+    return build
 
 
 def _compare_all(outputs: dict[str, np.ndarray], case: Case) -> list[Mismatch]:

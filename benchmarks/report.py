@@ -10,7 +10,17 @@ from dataclasses import asdict
 from pathlib import Path
 
 from benchmarks.compile_time import markdown as compile_markdown
-from benchmarks.measure import HALIDE, HALIDE_AUTO, HALO, LABELS, NUMPY, VARIANTS, CaseResult
+from benchmarks.measure import (
+    AUTOSCHEDULED,
+    HALIDE,
+    HALIDE_AUTO,
+    HALO,
+    HALO_AUTO,
+    LABELS,
+    NUMPY,
+    VARIANTS,
+    CaseResult,
+)
 
 
 def write_all(results: list[CaseResult], meta: dict, directory: Path) -> None:
@@ -52,25 +62,41 @@ def markdown(results: list[CaseResult], meta: dict) -> str:
         + ".",
         "",
         "Milliseconds per run (lower is better). `halo / Halide` > 1 means halo is slower "
-        "than Halide running the same schedule; `x NumPy` is the speedup over NumPy "
+        "than Halide running the same schedule; `auto / hand` > 1 means halo's "
+        "autoschedule is slower than its hand schedule; `auto / Halide auto` compares it "
+        "with the fastest of Halide's autoschedulers; `x NumPy` is the speedup over NumPy "
         "(higher is better). ✗ marks a variant whose output disagreed with NumPy's.",
         "",
     ]
+    halide_autos = [v for v in HALIDE_AUTO.values() if v in columns]
     header = ["app", "size", *(f"{LABELS[v]} ms" for v in columns)]
     if HALIDE in columns:
         header.append("halo / Halide")
-    if HALIDE_AUTO in columns:
-        header.append("halo / Adams2019")
+    if HALO_AUTO in columns:
+        header.append("auto / hand")
+    if HALO_AUTO in columns and halide_autos:
+        header.append("auto / Halide auto")
     header += [f"{LABELS[v]} x NumPy" for v in columns if v != NUMPY]
     lines += [_row(header), _row(["---"] * 2 + ["---:"] * (len(header) - 2))]
     for r in results:
         cells = [r.app, r.size, *(_ms(r, v) for v in columns)]
         if HALIDE in columns:
             cells.append(_ratio(r, HALO, HALIDE))
-        if HALIDE_AUTO in columns:
-            cells.append(_ratio(r, HALO, HALIDE_AUTO))
+        if HALO_AUTO in columns:
+            cells.append(_ratio(r, HALO_AUTO, HALO))
+        if HALO_AUTO in columns and halide_autos:
+            cells.append(_ratio(r, HALO_AUTO, _fastest(r, halide_autos)))
         cells += [_ratio(r, NUMPY, v) for v in columns if v != NUMPY]
         lines.append(_row(cells))
+    autos = [v for v in AUTOSCHEDULED if v in columns]
+    if autos:
+        lines += ["", "Autoscheduling, seconds to choose the schedule + seconds to compile it "
+                  "(halo's first figure is its whole `autoschedule` call, which also compiles "
+                  "and runs its best candidates to check them):", "",
+                  _row(["app", "size", *(LABELS[v] for v in autos)]),
+                  _row(["---"] * 2 + ["---:"] * len(autos))]
+        for r in results:
+            lines.append(_row([r.app, r.size, *(_search(r, v) for v in autos)]))
     with_flops = [r for r in results if r.flops]
     if with_flops:
         lines += ["", "GFLOP/s (higher is better):", "",
@@ -142,6 +168,20 @@ def _ms(r: CaseResult, variant: str) -> str:
         return "error"
     mark = "" if r.agrees(variant) else " ✗"
     return f"{r.median_ms(variant):.2f}{mark}"
+
+
+def _search(r: CaseResult, variant: str) -> str:
+    v = r.variants.get(variant)
+    if v is None or v.search_s is None or v.compile_s is None:
+        return "—"
+    return f"{v.search_s:.1f} + {v.compile_s:.1f}"
+
+
+def _fastest(r: CaseResult, variants: list[str]) -> str:
+    """The variant of `variants` with the lowest median that agrees with NumPy (the first
+    if none does)."""
+    timed = [v for v in variants if r.agrees(v)]
+    return min(timed, key=r.median_ms) if timed else variants[0]
 
 
 def _gflops(r: CaseResult, variant: str) -> str:

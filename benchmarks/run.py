@@ -2,8 +2,9 @@
 
 For every case of `benchmarks/cases.py` (all apps, or those named by `--apps`), in this
 one process, with the same inputs and thread count: halo with the app's hand schedule,
-NumPy, and, when the `halide` package imports, Halide with the same schedule and Halide
-autoscheduled by Adams2019. Outputs are checked against each other, then timed. Then
+halo autoscheduled (`halo.autoschedule`), NumPy, and, when the `halide` package imports,
+Halide with the same schedule and Halide autoscheduled by each of Adams2019,
+Mullapudi2016 and Li2018. Outputs are checked against each other, then timed. Then
 each app's compile time (`benchmarks/compile_time.py`: lowering, LLVM and JIT in fresh
 processes, cold and with the on-disk cache warm).
 Writes `results.json`, `results.md`, `speedup.png` and `details/` under
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from benchmarks.cases import APPS, CASES
 from benchmarks.compile_time import compile_times
-from benchmarks.measure import HALIDE, HALIDE_AUTO, measure
+from benchmarks.measure import HALIDE, HALIDE_AUTO, NUMPY, VARIANTS, measure
 from benchmarks.report import markdown, write_all
 
 RESULTS = Path(__file__).parent / "results"
@@ -40,6 +41,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="threads for every variant (default: the core count)")
     parser.add_argument("--no-halide", action="store_true",
                         help="skip the Halide variants even if halide is installed")
+    parser.add_argument("--skip", default="",
+                        help="comma-separated variants not to run (of "
+                             f"{','.join(VARIANTS)}; NumPy always runs)")
     parser.add_argument("--out", type=Path, default=RESULTS,
                         help=f"where to write the results (default {RESULTS})")
     args = parser.parse_args(argv)
@@ -47,6 +51,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     unknown = sorted(set(args.apps) - set(APPS))
     if unknown:
         parser.error(f"unknown app(s) {', '.join(unknown)}; choose from {', '.join(APPS)}")
+    args.skip = [v.strip() for v in args.skip.split(",") if v.strip()]
+    unknown = sorted(set(args.skip) - set(VARIANTS) | set(args.skip) & {NUMPY})
+    if unknown:
+        parser.error(f"can't skip {', '.join(unknown)}; choose from "
+                     f"{', '.join(v for v in VARIANTS if v != NUMPY)}")
     if args.repeats < 1 or args.threads < 1:
         parser.error("--repeats and --threads must be positive")
     return args
@@ -58,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     # parallel loop, so this must happen before any Halide code runs.
     os.environ["HL_NUM_THREADS"] = str(args.threads)
     twins, halide_note, skip = _import_halide_twins(args.no_halide)
+    skip.update({variant: "--skip" for variant in args.skip})
     meta = _meta(args, twins)
     print(f"halo benchmarks: {meta['cpu']}, {args.threads} thread(s), "
           f"{args.repeats} repeats; {halide_note}", flush=True)
@@ -86,21 +96,26 @@ def main(argv: list[str] | None = None) -> int:
 def _import_halide_twins(disabled: bool):
     """The twins module (or None), a line saying which Halide variants will run, and the
     variants to skip, with the reason."""
+    halide_variants = [HALIDE, *HALIDE_AUTO.values()]
     if disabled:
         reason = "--no-halide"
-        return None, f"Halide skipped ({reason})", {HALIDE: reason, HALIDE_AUTO: reason}
+        return None, f"Halide skipped ({reason})", dict.fromkeys(halide_variants, reason)
     try:
         from benchmarks import halide_twins
     except ImportError as error:
         reason = f"{error}; `pip install .[bench]` installs it"
-        return None, f"Halide skipped ({reason})", {HALIDE: reason, HALIDE_AUTO: reason}
+        return None, f"Halide skipped ({reason})", dict.fromkeys(halide_variants, reason)
     version = _version("halide")
-    try:
-        halide_twins.load_autoscheduler()
-    except (FileNotFoundError, RuntimeError) as error:
-        reason = f"the {halide_twins.AUTOSCHEDULER} plugin won't load: {error}"
-        return halide_twins, f"Halide {version}; {reason}", {HALIDE_AUTO: reason}
-    return halide_twins, f"Halide {version} and its {halide_twins.AUTOSCHEDULER}", {}
+    skip, loaded = {}, []
+    for name, variant in HALIDE_AUTO.items():
+        try:
+            halide_twins.load_autoscheduler(name)
+        except (FileNotFoundError, RuntimeError) as error:
+            skip[variant] = f"the {name} plugin won't load: {error}"
+            continue
+        loaded.append(name)
+    autoschedulers = f" and its {', '.join(loaded)}" if loaded else ""
+    return halide_twins, f"Halide {version}{autoschedulers}", skip
 
 
 def _blas_threads(threads: int):

@@ -84,6 +84,7 @@ class Algorithm:
         self.outputs = outputs
         self.scalars = scalars
         self._memo: dict = {}
+        self._forms: dict = {}  # id of an Access: its arguments' affine forms, sparse
         for f in funcs.values():
             for s in f.stages:
                 for a in s.accesses:
@@ -133,21 +134,23 @@ class Algorithm:
                     ) -> Box:
         """The box of `access.callee` that `stage` reads while its loop variables range
         over `box` (inclusive intervals by name)."""
+        forms = self._forms.get(id(access))
+        if forms is None:
+            forms = self._forms[id(access)] = _sparse_forms(stage, access)
         out = []
-        names = stage.loop_vars
-        for k, arg in enumerate(access.args):
-            form = access.affine[k]
-            if form is not None:
-                coefs, lo = form
-                hi = lo
-                for c, v in zip(coefs, names, strict=True):
-                    if c:
-                        a, b = box[v]
-                        lo += c * (a if c > 0 else b)
-                        hi += c * (b if c > 0 else a)
-                out.append((lo, hi))
-            else:
-                out.append(self._bounds(arg, box))
+        for k, form in enumerate(forms):
+            if form is None:
+                out.append(self._bounds(access.args[k], box))
+                continue
+            lo, terms = form
+            hi = lo
+            for c, v in terms:
+                a, b = box[v]
+                if c > 0:
+                    lo, hi = lo + c * a, hi + c * b
+                else:
+                    lo, hi = lo + c * b, hi + c * a
+            out.append((lo, hi))
         return tuple(out)
 
     def _bounds(self, arg: n.Expr, box: dict[str, tuple[int, int]]) -> tuple[int, int]:
@@ -189,10 +192,21 @@ class Algorithm:
         return regions
 
 
+def _sparse_forms(stage: StageModel, access: Access) -> list:
+    """Per argument of `access`, None (not affine) or (constant, ((coefficient, loop
+    variable), ...)) over the nonzero coefficients: what `region_read` evaluates."""
+    names = stage.loop_vars
+    return [None if form is None else
+            (form[1], tuple((c, v) for c, v in zip(form[0], names, strict=True) if c))
+            for form in access.affine]
+
+
 def union(a: Box | None, b: Box) -> Box:
     if a is None:
         return b
-    return tuple((min(x[0], y[0]), max(x[1], y[1])) for x, y in zip(a, b, strict=True))
+    # The hottest function of the search: comparisons, not min/max calls.
+    return tuple([(x0 if x0 < y0 else y0, x1 if x1 > y1 else y1)
+                  for (x0, x1), (y0, y1) in zip(a, b, strict=True)])
 
 
 def extent(box: Box) -> tuple[int, ...]:

@@ -20,7 +20,7 @@ from math import ceil, prod
 import numpy as np
 
 from halo.autoschedule.algorithm import Algorithm, StageModel, extent, union
-from halo.autoschedule.loop_nest import FuncNest, decision_of, points
+from halo.autoschedule.loop_nest import FuncNest, decision_of, points, site_box
 from halo.autoschedule.space import INLINE, Decision
 
 LINE = 64  # bytes per cache line
@@ -58,6 +58,8 @@ class StageFeatures:
     loads_per_vector: float
     accumulator_registers: int
     bytes_read_by_level: dict[str, float] = field(default_factory=dict)
+    stored_points: int = 0  # points written to memory (a register tile's stay in registers)
+    launches_tasks: bool = False  # its own loop is the parallel one (else it inherits it)
 
 
 def stage_features(alg: Algorithm, decisions: dict[str, Decision],
@@ -77,24 +79,40 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             classes = Counter()
             loads = 0.0
             reg_tile = _register_tile(loops)
+            rvar_names = {r[0] for r in s.rvars}
+            registers = ceil(prod(reg_tile.values()) / max(1, natural_lanes)) \
+                if reg_tile and s.rvars else 0
+            spills = registers > (24 if natural_lanes >= 16 else 12)
+            # The accumulators of a register tile stay in registers only where LLVM may
+            # keep them there: few enough of them, in a buffer halo allocates (an output
+            # may alias an input), the tile every point the reduction loops go over.
+            # An update's split pure loops get a guarded tail (halo's default for
+            # updates) that keeps its tile out of registers.
+            names = {name for lp in loops for name in (lp.fused or (lp.name,))}
+            guarded = s.index > 0 and any(f"{d}o" in names for d in s.pure)
+            under_reduction = len(loops) - 1 - max(
+                (k for k, lp in enumerate(loops) if lp.var in rvar_names), default=-1)
+            promoted = bool(registers) and not spills and not f.is_output and \
+                not guarded and len(_reg_tile_loops(loops)) == under_reduction
             box = alg.stage_box(s, nest.region)
             point = {v: (lo, lo) for v, (lo, _) in box.items()}
             at_point = _reads(alg, decisions, s, point)
             moved = {v: _reads(alg, decisions, s, {**point, v: (lo, lo + 1)})
                      for v, (lo, _) in point.items() if v == inner_var or v in reg_tile}
+            loaded = set()
             for k, (a, region) in enumerate(at_point):
                 cls = _access_class(a, region, moved[inner_var][k][1]
-                                    if inner_var in moved else region)
+                                    if inner_var in moved else region,
+                                    _stored_extents(alg, func_nests, a))
                 classes[cls] += 1
-                if a.callee == name and reg_tile:
-                    continue  # the accumulator stays in registers
+                if a.callee == name and promoted or (a.callee, region) in loaded:
+                    continue  # the accumulator stays in registers; a value loaded again
+                loaded.add((a.callee, region))
                 share = prod(trips for v, trips in reg_tile.items()
                              if v in moved and moved[v][k][1] == region)
-                loads += {"broadcast": 0.1, "dense": 1.0, "strided": lanes,
+                loads += {"broadcast": 0.1, "dense": 1.0, "strided": 2 * lanes,
                           "gather": lanes}[cls] / share
-            registers = prod(reg_tile.values()) // max(1, lanes) if reg_tile and \
-                s.rvars else 0
-            if registers > (24 if natural_lanes >= 16 else 12):
+            if spills:
                 loads += 2.0  # the accumulators spill: a store and a load per point
             tasks = nest.in_parallel * prod(lp.trips for lp in loops if lp.parallel)
             waves = ceil(tasks / cores)
@@ -102,22 +120,27 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             alloc = prod(extent(nest.store_region)) * f.bytes
             read_by_level: Counter = Counter()
             working = lines = 0
-            footprints: dict = {}  # per buffer read, the union of its taps' regions
             # A sliding window reads, per store realization, what its stored region needs.
             read_box, times = (alg.stage_box(s, nest.store_region), nest.store_realizations) \
                 if nest.sliding else (box, nest.realizations)
-            for a, region in _reads(alg, decisions, s, read_box):
-                footprints[a.callee] = (a, union(footprints.get(a.callee, (a, None))[1],
-                                                 region))
+            footprints = _footprints(alg, decisions, s, read_box)
             for a, region in footprints.values():
-                size = _bytes_of(alg, a, region)
-                rows = prod(extent(region)[:-1]) if region else 1
-                row_bytes = (extent(region)[-1] if region else 1) * _elem_bytes(alg, a)
-                working += size
-                lines += rows * ceil(row_bytes / LINE)
-                home = _home_bytes(alg, func_nests, a)
-                level = _level(home, cache_bytes)
-                read_by_level[level] += size * times
+                working += _bytes_of(alg, a, region)
+                lines += _lines(alg, a, region)
+            # What a realization reads stays in L2 while it runs if it fits; else each
+            # iteration of its outermost loop whose reads fit there reads them again
+            # from where they live (a tiled loop nest re-reads each tile's inputs).
+            depth = 0
+            while not nest.sliding and depth < len(loops) and \
+                    _line_bytes(alg, footprints) > cache_bytes[1] and \
+                    not (loops[depth].vector or loops[depth].unrolled):
+                times = nest.realizations * prod(lp.trips for lp in loops[:depth + 1])
+                footprints = _footprints(alg, decisions, s,
+                                         site_box(alg, name, s.index, nest, depth))
+                depth += 1
+            for a, region in footprints.values():
+                level = _level(_home_bytes(alg, func_nests, a), cache_bytes)
+                read_by_level[level] += _lines(alg, a, region) * LINE * times
             full = prod(extent(alg.full_regions[name])) * (
                 prod(r[2] for r in s.rvars) if s.rvars else 1)
             out.append(StageFeatures(
@@ -126,7 +149,8 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 classes, per, nest.realizations, total, total / max(1, full),
                 innermost.trips if innermost is not None else 1, lanes, tasks, idle, alloc,
                 nest.store_realizations, working, lines, loads, registers,
-                dict(read_by_level)))
+                dict(read_by_level), 0 if promoted else total,
+                any(lp.parallel for lp in loops)))
     return out
 
 
@@ -148,10 +172,10 @@ def cost_terms(features: list[StageFeatures], cores: int, natural_lanes: int) ->
             f.points * f.access_classes["gather"] / speedup,
             level.get("l1", 0) / speedup, level.get("l2", 0) / speedup,
             level.get("l3", 0) / memory_speedup, level.get("dram", 0) / memory_speedup,
-            f.points * 4 / memory_speedup,
+            f.stored_points * 4 / memory_speedup,
             f.allocations if f.allocation_bytes > 65536 else 0,
             f.allocations if f.allocation_bytes <= 65536 else 0,
-            f.parallel_tasks if f.parallel_tasks > 1 else 0,
+            f.parallel_tasks if f.parallel_tasks > 1 and f.launches_tasks else 0,
             f.points / max(1, f.innermost_extent) / speedup,
         ])
     return rows
@@ -189,29 +213,70 @@ def _reads(alg: Algorithm, decisions: dict[str, Decision], s: StageModel,
     return out
 
 
-def _access_class(a, region, moved) -> str:
-    """broadcast (the same point as the innermost loop moves), dense (the next point of
-    the last dimension), strided, or gather (not affine)."""
+def _access_class(a, region, moved, stored: tuple[int, ...] | None) -> str:
+    """broadcast (the same point as the innermost loop moves), dense (the next point in
+    memory: of the last dimension, or of one whose later dimensions are stored one
+    point wide), strided, or gather (not affine)."""
     if any(form is None for form in a.pattern):
         return "gather"
     delta = [m[1] - r[1] for r, m in zip(region, moved, strict=True)]
     if not any(delta):
         return "broadcast"
+    if stored is not None and len(stored) == len(delta):
+        stride = sum(dk * prod(stored[k + 1:]) for k, dk in enumerate(delta))
+        return "dense" if stride == 1 else "strided"
     if delta[-1] == 1 and not any(delta[:-1]):
         return "dense"
     return "strided"
+
+
+def _stored_extents(alg: Algorithm, func_nests: dict[str, FuncNest], a
+                    ) -> tuple[int, ...] | None:
+    """The extents of the buffer an access reads, as stored (None: inlined)."""
+    if a.is_input:
+        return extent(alg.inputs[a.callee][0])
+    nest = func_nests.get(a.callee)
+    return extent(nest.store_region) if nest is not None else None
+
+
+def _reg_tile_loops(loops) -> list:
+    """The innermost loops that are unrolled or vectorized (or run once), innermost
+    first."""
+    inner = []
+    for lp in reversed(loops):
+        if not (lp.unrolled or lp.vector or lp.trips == 1):
+            break
+        inner.append(lp)
+    return inner
 
 
 def _register_tile(loops) -> dict:
     """For a stage whose innermost loops are unrolled and vectorized under the reduction
     loops, the number of times each loaded value is reused from registers, by the inner
     loop variables it does not depend on."""
-    inner = []
-    for lp in reversed(loops):
-        if not (lp.unrolled or lp.vector):
-            break
-        inner.append(lp)
-    return {lp.var: lp.trips for lp in inner} if inner else {}
+    reuse: dict[str, int] = {}
+    for lp in _reg_tile_loops(loops):
+        reuse[lp.var] = reuse.get(lp.var, 1) * lp.trips  # a split's loops multiply
+    return reuse
+
+
+def _footprints(alg: Algorithm, decisions: dict[str, Decision], s: StageModel,
+                box: dict[str, tuple[int, int]]) -> dict:
+    """Per buffer the stage reads over `box`, (an access, the union of its taps' regions)."""
+    out: dict = {}
+    for a, region in _reads(alg, decisions, s, box):
+        out[a.callee] = (a, union(out.get(a.callee, (a, None))[1], region))
+    return out
+
+
+def _lines(alg: Algorithm, a, region) -> int:
+    """Cache lines a region of the buffer `a` reads spans (rows of its last dimension)."""
+    rows = prod(extent(region)[:-1]) if region else 1
+    return rows * ceil((extent(region)[-1] if region else 1) * _elem_bytes(alg, a) / LINE)
+
+
+def _line_bytes(alg: Algorithm, footprints: dict) -> int:
+    return sum(_lines(alg, a, region) for a, region in footprints.values()) * LINE
 
 
 def _elem_bytes(alg: Algorithm, a) -> int:

@@ -65,10 +65,23 @@ def nests(alg: Algorithm, decisions: dict[str, Decision]) -> dict[str, FuncNest]
             n = store_n = par = 1
             store_region = region
         extents = dict(zip(f.dims, extent(region), strict=True))
-        loops = [stage_loops(f.dims, s.pure, s.rvars, extents, d.nest, s.index > 0)
+        constant = p.kind == AT and _constant_tile(alg, out[p.consumer], p)
+        loops = [stage_loops(f.dims, s.pure, s.rvars, extents, d.nest, s.index > 0, constant)
                  for s in f.stages]
         out[f.name] = FuncNest(region, n, store_region, store_n, loops, par)
     return out
+
+
+def _constant_tile(alg: Algorithm, consumer: FuncNest, p: Placement) -> bool:
+    """Whether one iteration of the site's loop covers a constant box of its pure
+    consumer (a loop at or outside the site iterates each of its dimensions), so what
+    is computed there has constant extents."""
+    if p.stage != 0:
+        return False
+    bounded = set()
+    for lp in consumer.loops[p.stage][:p.loop + 1]:
+        bounded |= {lp.var, *([lp.fused_with[0]] if lp.fused_with else [])}
+    return set(alg.funcs[p.consumer].stages[p.stage].pure) <= bounded
 
 
 def site_box(alg: Algorithm, func: str, stage: int, nest: FuncNest, loop: int

@@ -2,7 +2,9 @@
 after `rfactor`, as more starting points of the search.
 
 For each update whose pure loops have fewer than `PARALLEL_POINTS` points (a histogram
-has none, a row sum one per row), two rewrites of its outermost reduction loop `r`:
+has none), two rewrites of its outermost reduction loop `r`, and the second also for an
+update that reads along the stride-1 dimension as `r` moves (a row sum, whose pure
+loops run across rows):
 
 - parallel: `split(r, ro, ri, F)` and `rfactor(ro, u)`: partial reductions over blocks
   of F iterations, one per value of u, in parallel (apps/histogram.py);
@@ -36,13 +38,15 @@ def rfactor_variants(alg: Algorithm, outputs: list, cores: int, lanes: int,
             pure_points = 1
             for d, e in zip(f.dims, region, strict=True):
                 pure_points *= e if d in s.pure else 1
-            if s.rvars and pure_points < PARALLEL_POINTS:
-                targets.append((f, s))
+            if s.rvars:
+                targets.append((f, s, pure_points < PARALLEL_POINTS))
     variants = []
     for kind in ("parallel", "vector"):
         calls: list[Call] = []
         lane_dims = []
-        for f, s in targets:
+        for f, s, few_points in targets:
+            if not (few_points or kind == "vector" and _dense_along(s, s.rvars[0][0])):
+                continue
             name, lo, e = s.rvars[0]
             base = name.replace(".", "")
             outer, inner, u = f"{base}o", f"{base}i", _fresh("u", f.dims)
@@ -70,6 +74,14 @@ def rfactor_variants(alg: Algorithm, outputs: list, cores: int, lanes: int,
             variant.funcs[name].lane_dim = 0
         variants.append((tuple(calls), variant))
     return variants
+
+
+def _dense_along(s, rvar: str) -> bool:
+    """Whether the stage reads a buffer along its last dimension as `rvar` moves (a row
+    sum): its pure loops can't vectorize that read, lanes of partial sums can."""
+    k = s.loop_vars.index(rvar)
+    return any(a.callee != s.func and a.affine and a.affine[-1] is not None
+               and a.affine[-1][0][k] == 1 for a in s.accesses)
 
 
 def _fresh(base: str, taken: tuple[str, ...]) -> str:

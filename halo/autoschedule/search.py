@@ -32,6 +32,7 @@ from halo.schedule.calls import Call
 COARSE_TILES = (4, 16, 64)
 COARSE_VECTORS = (1, 4, 16)
 MAX_CHILDREN = 48  # nests per placement; more are sampled with the seed
+MAX_ROOT_NESTS = 16  # root nests of a Func that could go inside a consumer instead
 
 
 @dataclass(frozen=True)
@@ -182,20 +183,38 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
     if f.is_output:
         for nest in _nest_options(f, extents, machine, rng, root=True):
             out.append(state.with_decision(name, Decision(Placement(ROOT), nest)))
-        if f.has_updates and name not in state.locals_:
+        if f.has_updates and name not in state.locals_ and not state.prefix:
+            # The reduction moves to a local stage computed per tile of the output (not
+            # after an rfactor, whose intermediate already holds it); the two are decided
+            # together (a local priced at root, untiled, would lose
+            # every comparison before its own step came).
             local = replace(state, alg=alg.with_local(name), locals_=(*state.locals_, name))
             for nest in _nest_options(local.alg.funcs[name], extents, machine, rng, root=True):
-                out.append(local.with_decision(name, Decision(Placement(ROOT), nest)))
+                placed = local.with_decision(name, Decision(Placement(ROOT), nest))
+                out += [c for c in children_of(placed, machine, rng)
+                        if c.decisions[-1][1].placement.kind == AT]
         return out
     if not f.has_updates:
         out.append(state.with_decision(name, Decision(Placement(INLINE))))
     full = dict(zip(f.dims, extent(alg.full_regions[name]), strict=True))
-    for nest in _nest_options(f, full, machine, rng, root=True):
+    sites = legal_sites(alg, decided, func_nests, name)
+    # A Func with sites inside its consumers is rarely best at root: fewer root nests.
+    root_nests = _nest_options(f, full, machine, rng, root=True)
+    if sites and len(root_nests) > MAX_ROOT_NESTS:
+        root_nests = [root_nests[k] for k in sorted(rng.sample(range(len(root_nests)),
+                                                               MAX_ROOT_NESTS))]
+    for nest in root_nests:
         out.append(state.with_decision(name, Decision(Placement(ROOT), nest)))
-    for consumer, stage, loop in legal_sites(alg, decided, func_nests, name):
+    for consumer, stage, loop in sites:
         stores = [None]
-        if not f.has_updates:
-            stores += sorted({0, loop - 1} - {-1, loop})
+        # Sliding windows along a pure consumer's loops that each move the window (not
+        # along reduction loops, or a loop the Func doesn't depend on: halo recomputes
+        # the window there, more than the model counts).
+        if not f.has_updates and stage == 0:
+            loops = func_nests[consumer].loops[stage]
+            stores += [k for k in sorted({0, loop - 1} - {-1, loop})
+                       if all(_moves(alg, alg.funcs[consumer].stages[stage], name, lp.var)
+                              for lp in loops[k + 1:loop + 1])]
         for store in stores:
             placement = Placement(AT, consumer, stage, loop, store)
             trial = state.with_decision(name, Decision(placement))
@@ -204,6 +223,26 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
             for nest in _nest_options(f, at_extents, machine, rng, root=False):
                 out.append(state.with_decision(name, Decision(placement, nest)))
     return out
+
+
+def _moves(alg: Algorithm, stage, name: str, var: str) -> bool:
+    """Whether what `stage` reads of Func `name` (directly or through the Funcs between
+    them) moves as its loop variable `var` moves."""
+    k = stage.loop_vars.index(var)
+    for a in stage.accesses:
+        if a.is_input or a.callee == stage.func:
+            continue
+        if any(form is None or form[0][k] for form in a.affine) and (
+                a.callee == name or _reads(alg, a.callee, name)):
+            return True
+    return False
+
+
+def _reads(alg: Algorithm, func: str, name: str) -> bool:
+    """Whether Func `func` reads Func `name`, directly or through other Funcs."""
+    return any(not a.is_input and a.callee != func and (a.callee == name or
+                                                        _reads(alg, a.callee, name))
+               for s in alg.funcs[func].stages for a in s.accesses)
 
 
 def legal_sites(alg: Algorithm, decided: dict[str, Decision], func_nests: dict[str, FuncNest],
@@ -274,9 +313,6 @@ def _nest_options(f, extents: dict[str, int], machine: Machine, rng: random.Rand
     reduction = [False, True] if f.has_updates else [False]
     out = []
     for t, v, r, vd in product(tiles, vectors, reduction, lane_dims):
-        if r and not root:  # a register tile: small dimensions split by their extent
-            t = tuple(extents[d] if 1 < extents[d] <= 8 and k < len(dims) - 1 else x
-                      for k, (d, x) in enumerate(zip(dims, t, strict=True)))
         out.append(Nest(t, v, vd, parallel=root, unroll=r, reduction_outer=r))
         outers = sum(1 for x in t if x != WHOLE)
         if root and outers >= 2:

@@ -65,10 +65,11 @@ class Loop:
 
 def stage_loops(dims: tuple[str, ...], pure: tuple[str, ...],
                 rvars: tuple[tuple[str, int, int], ...], extents: dict[str, int],
-                nest: Nest | None, update: bool) -> list[Loop]:
+                nest: Nest | None, update: bool, constant: bool = False) -> list[Loop]:
     """The loops of a stage whose pure Vars `pure` (of the Func's `dims`) range over
     `extents`, under `nest` (None: halo's default nest, pure loops then reduction loops,
-    serial)."""
+    serial). `constant`: the extents are constants halo knows (a Func computed per
+    whole tile of a pure consumer), so its unsplit loops can be unrolled too."""
     reductions = [Loop(name, name, ext, 1) for name, _, ext in rvars]
     if nest is None:
         return [Loop(d, d, extents[d], 1) for d in dims if d in pure] + reductions
@@ -97,11 +98,14 @@ def stage_loops(dims: tuple[str, ...], pure: tuple[str, ...],
             inner[-1] = Loop(v.name, v.var, -(-v.trips // lanes), lanes)
             inner.append(Loop(f"{v.name}_vec", v.var, lanes, 1, vector=True))
     if nest.unroll:
-        # Only split loops have a constant trip count halo can unroll.
-        inner = [loop if loop.vector or loop.trips > 8 or loop.name != f"{loop.var}i"
-                 or (update and not nest.reduction_outer)
-                 else Loop(loop.name, loop.var, loop.trips, loop.inside, unrolled=True)
-                 for loop in inner]
+        # Split loops have a constant trip count halo can unroll; the others only where
+        # the extents are constants.
+        def unrollable(loop: Loop) -> bool:
+            return not loop.vector and loop.trips <= 8 and (
+                loop.name == f"{loop.var}i" or constant and loop.name == loop.var) and \
+                not (update and not nest.reduction_outer)
+        inner = [Loop(loop.name, loop.var, loop.trips, loop.inside, unrolled=True)
+                 if unrollable(loop) else loop for loop in inner]
     if nest.parallel and outer:
         if nest.fuse_outer and len(outer) >= 2:
             a, b = outer[0], outer[1]

@@ -20,6 +20,11 @@ from halo.schedule.serialize import execute
 from halo.target import Target
 
 FULL_RUN_POINTS = 1 << 24  # above this many output points, the estimate's run is a third
+# Above this much work (points computed by all stages, a reduction's counted once per
+# reduction step), the estimate's run is a third of it too, and again, until it isn't:
+# the root schedule that checks it runs unscheduled (most of the 40-60 s that
+# autoscheduling matmul 2048^3 took).
+FULL_RUN_WORK = 1 << 27
 PRIME = 7
 
 
@@ -68,7 +73,7 @@ class Validator:
         try:
             apply_calls(outputs, baseline)
             kernel = Pipeline(outputs).compile(target)
-            for shape in _shapes(extent(box)):
+            for shape in _shapes(extent(box), _work_per_point(alg, box)):
                 try:
                     self.expected[shape] = self._run(kernel, shape)
                 except HaloError:
@@ -98,11 +103,21 @@ class Validator:
         return kernel.run(shape, None, self.origin, self.inputs, {})
 
 
-def _shapes(estimate: tuple[int, ...]) -> list[tuple[int, ...]]:
-    third = tuple(max(1, e // 3) for e in estimate)
-    full = estimate if prod(estimate) <= FULL_RUN_POINTS else third
+def _shapes(estimate: tuple[int, ...], work_per_point: float) -> list[tuple[int, ...]]:
+    full = estimate
+    while prod(full) > 1 and (prod(full) > FULL_RUN_POINTS or
+                              prod(full) * work_per_point > FULL_RUN_WORK):
+        full = tuple(max(1, e // 3) for e in full)
+    third = tuple(max(1, e // 3) for e in full)
     small = tuple(min(e, PRIME) for e in estimate)
     return list(dict.fromkeys([full, third, (1,) * len(estimate), small]))
+
+
+def _work_per_point(alg: Algorithm, box) -> float:
+    """Points every stage computes at the root schedule, per point of the output."""
+    work = sum(prod(extent(alg.full_regions[f.name])) * prod(r[2] for r in s.rvars)
+               for f in alg.funcs.values() for s in f.stages)
+    return work / max(1, prod(extent(box)))
 
 
 def _inputs(env: Environment, alg: Algorithm, arrays: dict | None) -> dict:

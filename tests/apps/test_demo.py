@@ -27,3 +27,15 @@ def test_the_loop_nest_it_shows_has_no_wall_of_bounds(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert any(line.strip().startswith("for blur_x.s0.x.x in range(") for line in lines)
     assert max(len(line) for line in lines) <= 160
+
+
+def test_the_autoschedule_part_at_tiny_sizes(capsys):
+    """The demo's second part, as `make demo` runs it but at sizes no tile divides: the
+    hand schedule, the autoschedule and NumPy agree (it asserts so), and the table and
+    each schedule the autoscheduler wrote are printed."""
+    demo.run_autoschedule(demo.auto_cases(blur_shape=(19, 37), matmul_n=23), budget_s=10)
+    out = capsys.readouterr().out
+    assert out.count("all three agree") == 4  # a progress line and a table row each
+    assert demo.AUTO_HEADER in out
+    assert "The schedule halo.autoschedule wrote for blur" in out
+    assert "blur_y." in out and "C." in out

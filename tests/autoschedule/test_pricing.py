@@ -1,0 +1,134 @@
+"""What the search space and the model learned from measuring autoschedules against
+the hand schedules: register tiles priced by their accumulators (and found, with their
+local stage), small loops of a constant tile unrolled, sliding windows only along loops
+that move them, row reductions offered a vector rfactor, and a validation run that
+stays small when each output point is a long reduction."""
+from __future__ import annotations
+
+import numpy as np
+
+import halo
+from apps import conv_relu, matmul, softmax, unsharp
+from halo.autoschedule import _algorithm
+from halo.autoschedule.algorithm import Algorithm
+from halo.autoschedule.features import stage_features
+from halo.autoschedule.loop_nest import nests
+from halo.autoschedule.reductions import rfactor_variants
+from halo.autoschedule.search import _moves
+from halo.autoschedule.space import AT, ROOT, WHOLE, Decision, Nest, Placement
+from halo.autoschedule.validate import FULL_RUN_WORK, _shapes, _work_per_point
+from halo.lang.environment import Environment
+
+
+def _box(shape):
+    return tuple((0, s - 1) for s in shape)
+
+
+def _matmul_alg(n):
+    A, B, C, _ = matmul.algorithm()
+    alg = Algorithm.of(Environment.of([C]), {"A": _box((n, n)), "B": _box((n, n))},
+                       {"C": _box((n, n))}, {})
+    return A, B, C, alg
+
+
+def test_matmul_autoschedule_keeps_accumulators_in_a_local_tile():
+    """The search finds apps/matmul.py's pattern (a cache_write("local") register tile
+    per tile of C) and the result is right at a size no tile divides."""
+    A, B, C, _ = matmul.algorithm()
+    n = 131
+    result = halo.autoschedule(C, estimates={C: (n, n), A: (n, n), B: (n, n)}, budget_s=10)
+    assert "cache_write('local')" in result.source
+    rng = np.random.default_rng(3)
+    a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
+    np.testing.assert_allclose(C.realize((n, n), inputs={A: a, B: b}), a @ b, rtol=1e-4)
+
+
+def _update_features(alg, decisions, name):
+    found = nests(alg, decisions)
+    return next(f for f in stage_features(alg, decisions, found, 2, 16,
+                                          (32 << 10, 1 << 20, 16 << 20))
+                if f.label.startswith(f"{name}.update"))
+
+
+def test_accumulators_in_registers_only_when_they_fit():
+    """8 x 48 accumulators of a local stage (24 AVX-512 registers) store nothing per
+    reduction step; 8 x 128 of them (64 registers) spill; a 8 x 256 tile whose columns
+    loop isn't unrolled is no register tile; a tile on the output itself stores."""
+    *_, alg = _matmul_alg(256)
+    local = alg.with_local("C")
+
+    def tile(columns):
+        return {"C": Decision(Placement(ROOT), Nest((8, columns), 16, parallel=True,
+                                                    fuse_outer=True)),
+                "C_local": Decision(Placement(AT, "C", 0, 0),
+                                    Nest((WHOLE, WHOLE), 16, unroll=True,
+                                         reduction_outer=True))}
+    fits = _update_features(local, tile(48), "C_local")
+    assert fits.accumulator_registers == 24 and fits.stored_points == 0
+    spills = _update_features(local, tile(128), "C_local")
+    assert spills.accumulator_registers == 64 and spills.stored_points == spills.points
+    looped = _update_features(local, tile(256), "C_local")
+    assert looped.stored_points == looped.points
+    on_output = _update_features(alg, {"C": Decision(Placement(ROOT), Nest(
+        (8, 48), 16, parallel=True, unroll=True, reduction_outer=True))}, "C")
+    assert on_output.stored_points == on_output.points
+
+
+def test_constant_tile_unrolls_its_unsplit_loops():
+    """conv computed per block of relu (every relu dimension iterated outside it) has
+    constant extents: its small loops are unrolled without a split (a split update
+    gets a guarded tail); computed per row of relu it doesn't."""
+    with halo.NameScope():
+        image, weights, bias, relu, _ = conv_relu.algorithm()
+    shape = (1, 8, 8, 12, 32)
+    batch, c_in, c_out, h, w = shape
+    alg = Algorithm.of(Environment.of([relu]),
+                       {"image": _box((batch, c_in, h, w)), "weights": _box((c_out, c_in, 3, 3)),
+                        "bias": _box((c_out,))}, {"relu": _box((batch, c_out, h, w))}, {})
+    conv = Nest((WHOLE,) * 4, 16, unroll=True, reduction_outer=True)
+    relu_nest = Nest((1, 4, 2, 16), 16, parallel=True, fuse_outer=True)
+    for loop, unrolled in ((2, {"n", "co", "y"}), (1, set())):
+        decisions = {"relu": Decision(Placement(ROOT), relu_nest),
+                     "conv": Decision(Placement(AT, "relu", 0, loop), conv)}
+        loops = nests(alg, decisions)["conv"].loops[1]
+        assert {lp.name for lp in loops if lp.unrolled} == unrolled
+        assert not any(lp.name == f"{lp.var}o" for lp in loops)
+
+
+def test_sliding_windows_only_along_loops_that_move_them():
+    """unsharp's output reads gray at (y, x) for every channel c: a window slid along c
+    would be recomputed per channel."""
+    with halo.NameScope():
+        image, out, _ = unsharp.algorithm()
+    alg = _algorithm(Environment.of([out]), {image: (3, 40, 60), out: (3, 40, 60)}, None)
+    stage = alg.funcs[out.name].stages[0]
+    assert not _moves(alg, stage, "gray", "c")
+    assert _moves(alg, stage, "gray", "y") and _moves(alg, stage, "blur_y", "x")
+
+
+def test_row_reductions_get_a_vector_rfactor():
+    """softmax's row max and row sum have 4096 rows (pure points enough for the cores)
+    but read along the stride-1 dimension as the reduction moves: the per-lane rfactor
+    (apps/softmax.py's schedule) is a start of the search."""
+    with halo.NameScope():
+        x, out, _ = softmax.algorithm()
+    est = {x: (4096, 1024), out: (4096, 1024)}
+    alg = _algorithm(Environment.of([out]), est, None)
+    variants = rfactor_variants(alg, [out], 2, 16,
+                                lambda: _algorithm(Environment.of([out]), est, None))
+    assert len(variants) == 1
+    calls, variant = variants[0]
+    assert [c.method for c in calls] == ["split", "rfactor"] * 2
+    assert {"row_max_intm", "row_sum_intm"} <= set(variant.funcs)
+
+
+def test_validation_run_is_capped_by_work():
+    """matmul 2048^3's root schedule would run 8.6G multiply-adds unscheduled to check
+    a candidate: its estimate's run shrinks by thirds; a cheap pipeline's doesn't."""
+    *_, alg = _matmul_alg(2048)
+    work = _work_per_point(alg, _box((2048, 2048)))
+    assert 2048 <= work <= 2050
+    full, third, one, small = _shapes((2048, 2048), work)
+    assert full[0] * full[1] * work <= FULL_RUN_WORK and full == (227, 227)
+    assert third == (75, 75) and one == (1, 1) and small == (7, 7)
+    assert _shapes((480, 640), 2.0)[0] == (480, 640)
