@@ -65,11 +65,19 @@ def _stage_calls(at: StageRef, dims: tuple[str, ...], s, nest: Nest | None,
         base = vector.name[:-4]
         calls.append(Call(at, "vectorize", (base, vector.trips)))
         order.insert(order.index(base) + 1, vector.name)
-    elif vector is not None:
+    elif vector is not None and vector.var in factors:  # a split's inner loop: constant
         calls.append(Call(at, "vectorize", (vector.name,)))
+    elif vector is not None:
+        # A whole dimension as many points as the lanes at the estimate: its extent is
+        # not a constant (a Func computed per tile near an edge, other sizes), so it is
+        # split by the lanes, and the outer loop of that split (one trip) stays.
+        calls.append(Call(at, "vectorize", (vector.name, vector.trips)))
+        order.insert(order.index(vector.name) + 1, f"{vector.name}_vec")
     wanted = []
     for lp in loops:
         wanted += list(lp.fused) if lp.fused else [lp.name]
+        if lp.vector and vector.var not in factors and not lp.name.endswith("_vec"):
+            wanted.append(f"{lp.name}_vec")
     if wanted != order:
         calls.append(Call(at, "reorder", tuple(wanted)))
     for lp in loops:
