@@ -4,7 +4,7 @@ Write what to compute with Funcs over Vars, optionally say how with a schedule, 
 it as native code. See README.md and docs/.
 """
 from halo import boundary
-from halo.autoschedule import autoschedule
+from halo.autoschedule import apply_best, autoschedule
 from halo.driver import Pipeline
 from halo.errors import (
                          BoundsError,
@@ -76,4 +76,5 @@ __all__ = [
     "clamp", "cos", "exp", "floor", "log", "max", "maximum", "min", "minimum", "pow",
     "product", "round", "select", "sin", "sqrt", "sum", "tanh", "vars", "Pipeline", "Target",
     "reference", "schedule_source", "Intrinsic", "NameScope", "__version__", "autoschedule",
+    "apply_best",
 ]

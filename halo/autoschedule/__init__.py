@@ -6,10 +6,15 @@ features computed without lowering, and checked by running it before it is retur
     print(result.source)      # the schedule as halo code
     result.apply()            # give the Funcs that schedule
 
+    # measure candidates for a minute, keeping what was measured (tune.py)
+    result = halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=60,
+                               records="tuning.jsonl")
+
 The pieces: `sizes` (the boxes planned for), `algorithm` (the Func graph), `space` and
 `loop_nest` (the schedule space and a candidate's loops), `features`, `cost_model`,
 `search`, `emit` (a candidate as schedule calls) and `validate` (the run that keeps a
-schedule only if it is right at the estimate and at awkward sizes).
+schedule only if it is right at the estimate and at awkward sizes); for tuning, `tune`
+(the rounds), `proposals`, `measure` (jobs and executors), `canonical` and `records`.
 """
 from __future__ import annotations
 
@@ -17,12 +22,17 @@ import time
 from dataclasses import dataclass, field
 
 from halo.autoschedule.algorithm import Algorithm
+from halo.autoschedule.canonical import canonical
 from halo.autoschedule.cost_model import CostModel, analytical
 from halo.autoschedule.emit import schedule_calls
 from halo.autoschedule.loop_nest import nests
+from halo.autoschedule.measure import Executor, apply_schedule, fingerprint
+from halo.autoschedule.records import Record, sizes_key
+from halo.autoschedule.records import apply_best as _apply_recorded_best
 from halo.autoschedule.reductions import rfactor_variants
 from halo.autoschedule.search import Machine, Search, State, root_everything
 from halo.autoschedule.sizes import PLACEHOLDER, resolve_sizes
+from halo.autoschedule.tune import Problem, Tuned, recorded_best, tune
 from halo.autoschedule.validate import Snapshot, Validator, apply_calls
 from halo.errors import HaloError, ScheduleError
 from halo.ir.nodes import ForKind
@@ -35,6 +45,7 @@ from halo.target import Target
 DEFAULT_BEAM = 8
 DEFAULT_BUDGET_S = 30.0
 SEARCH_SHARE = 0.7  # of the budget; the rest validates (compiles and runs) candidates
+TUNE_SEARCH_SHARE = 0.2  # of a tuning budget, for the beam search that starts it
 VALIDATED = 3  # candidates lowered and run, best first, until one passes
 
 
@@ -58,23 +69,35 @@ class AutoscheduleResult:
     search_s: float
     candidates: list[Candidate]
     evaluations: int
-    calls: list[Call] = field(repr=False)
+    calls: list[Call] | None = field(repr=False)
     _outputs: list[Func] = field(repr=False)
     _unscheduled: Snapshot = field(repr=False)
+    measured_s: float | None = None  # with measure=True or records=: its measured time
+    curve: list[tuple[float, float]] = field(default_factory=list)  # (seconds, best so far)
+    measurements: int = 0
 
     def apply(self) -> None:
         """Give the Funcs this schedule again (after they were rescheduled): their
         schedules as they were before `autoschedule`, then this one."""
         self._unscheduled.restore()
-        apply_calls(self._outputs, self.calls)
+        if self.calls is None:  # a recorded schedule, applied as JSON
+            apply_schedule(self._outputs, self.schedule)
+        else:
+            apply_calls(self._outputs, self.calls)
 
 
 def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict | None = None,
                  inputs: dict | None = None, budget_s: float | None = None, seed: int = 0,
-                 beam_size: int = DEFAULT_BEAM, model: CostModel | None = None
+                 beam_size: int = DEFAULT_BEAM, model: CostModel | None = None,
+                 measure: bool = False, records: str | None = None,
+                 executor: Executor | object | None = None, progress: bool | None = None
                  ) -> AutoscheduleResult:
     """Schedule every Func feeding the output(s) (a Func, a list of them, or a
-    `halo.Pipeline`); see API.md "Autoscheduling" and docs/autoschedule.md."""
+    `halo.Pipeline`); see API.md "Autoscheduling" and docs/autoschedule.md. With
+    `measure=True`, candidates are measured (through `executor`: default local worker
+    processes; a `measure.Executor`, a `dask.distributed.Client` or a Ray context) for
+    `budget_s` and the fastest is kept; with `records=` (a path), the
+    measurements are kept there and a tuned problem's best is returned at once."""
     start = time.monotonic()
     outputs = _outputs(f_or_pipeline)
     target = Target.of(target)
@@ -84,12 +107,22 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
     machine = Machine(target.num_threads, max(target.natural_vector_size(
         Func.type.fget(f)) for f in env.funcs.values()))
     budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
-    search = Search(model or analytical(), machine, beam_size, seed,
-                    start + budget * SEARCH_SHARE)
+    search_s = min(budget * TUNE_SEARCH_SHARE, DEFAULT_BUDGET_S * SEARCH_SHARE) if measure \
+        else budget * SEARCH_SHARE
+    search = Search(model or analytical(), machine, beam_size, seed, start + search_s)
     variants = rfactor_variants(alg, outputs, machine.cores, machine.lanes,
                                 lambda: _algorithm(Environment.of(outputs), estimates, inputs))
-    ranked = search.run([State(alg), *(State(a, prefix=calls) for calls, a in variants)])
+    starts = [State(alg), *(State(a, prefix=calls) for calls, a in variants)]
     unscheduled = Snapshot(outputs)
+    if measure or records is not None:
+        problem = Problem(outputs, alg, target, inputs, search, starts, _calls,
+                          root_everything(alg), seed,
+                          {k: alg.scalars[k] for k in env.params if k in alg.scalars})
+        tuned = tune(problem, budget, executor, records, progress) if measure else \
+            recorded_best(problem, records)
+        if tuned is not None:
+            return _tuned_result(tuned, outputs, unscheduled, search, start)
+    ranked = search.run(starts)
     chosen = None
     if time.monotonic() < start + budget:
         validator = Validator(outputs, env, alg, target, inputs, _calls(root_everything(alg)))
@@ -110,6 +143,36 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
                               chosen.predicted_s, time.monotonic() - start,
                               [Candidate(_calls(p.state), p.seconds) for p in ranked],
                               search.evaluations, chosen.calls, outputs, unscheduled)
+
+
+def _tuned_result(tuned: Tuned, outputs: list[Func], unscheduled: Snapshot, search: Search,
+                  start: float) -> AutoscheduleResult:
+    schedules = {name: g.schedule for name, g in Environment.of(outputs).funcs.items()}
+    chosen = Candidate(tuned.calls or [], tuned.predicted_s)
+    return AutoscheduleResult(schedules_source(schedules), tuned.schedule, tuned.predicted_s,
+                              time.monotonic() - start, [chosen], search.evaluations,
+                              tuned.calls, outputs, unscheduled, tuned.measured_s,
+                              tuned.curve, tuned.measurements)
+
+
+def apply_best(f_or_pipeline, records: str, target: str | Target = "host",
+               estimates: dict | None = None, inputs: dict | None = None) -> Record:
+    """Give the (unscheduled) Funcs feeding the output(s) the best schedule that
+    `halo.autoschedule(..., measure=True, records=records)` recorded for them on this
+    machine; returns that record (`.seconds`, `.schedule`). The sizes, where given (as
+    for `autoschedule`), pick among records of several sizes. Records of other machines
+    are refused with a HaloError saying how they differ."""
+    outputs = _outputs(f_or_pipeline)
+    target = Target.of(target)
+    env = Environment.of(outputs)
+    _check_unscheduled(env)
+    sizes = None
+    if estimates or inputs or any(o.schedule.estimates is not None for o in outputs):
+        alg = _algorithm(env, estimates, inputs)
+        sizes = sizes_key(canonical(outputs), alg.outputs,
+                          {name: box for name, (box, _) in alg.inputs.items()},
+                          {k: alg.scalars[k] for k in env.params if k in alg.scalars})
+    return _apply_recorded_best(outputs, records, fingerprint(target), sizes)
 
 
 def _check_unscheduled(env: Environment) -> None:
@@ -180,4 +243,4 @@ def _calls(state: State) -> list[Call]:
                           nests(state.alg, state.decided))
 
 
-__all__ = ["autoschedule", "AutoscheduleResult", "Candidate"]
+__all__ = ["autoschedule", "apply_best", "AutoscheduleResult", "Candidate"]

@@ -52,6 +52,21 @@ class LinearTermsModel:
     def predict(self, terms: np.ndarray) -> np.ndarray:
         return np.atleast_2d(terms) @ self.weights
 
+    def fit(self, terms: np.ndarray, seconds: np.ndarray, prior: float = 1.0
+            ) -> LinearTermsModel:
+        """A copy refitted to measured `seconds`: each weight this one's times a
+        non-negative factor, chosen by least squares on relative error, with `prior`
+        pulling every factor toward 1 (a few measurements move the weights they explain,
+        and leave the others)."""
+        x = np.atleast_2d(terms) * self.weights  # this model's seconds, per term
+        y = np.asarray(seconds, dtype=float)
+        k = len(self.weights)
+        a = np.vstack([x / y[:, None], np.sqrt(prior) * np.eye(k)])
+        b = np.concatenate([np.ones(len(y)), np.sqrt(prior) * np.ones(k)])
+        factors = _non_negative_least_squares(a, b)
+        return LinearTermsModel(dict(zip(TERMS, self.weights * factors, strict=True)),
+                                f"{self.name}+fit")
+
     def save(self, path: str | Path) -> None:
         data = {"name": self.name, "terms": list(TERMS), "weights": self.weights.tolist()}
         Path(path).write_text(json.dumps(data, indent=1))
@@ -60,6 +75,18 @@ class LinearTermsModel:
     def load(cls, path: str | Path) -> LinearTermsModel:
         data = json.loads(Path(path).read_text())
         return cls(dict(zip(data["terms"], data["weights"], strict=True)), data["name"])
+
+
+def _non_negative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """argmin |a x - b| with x >= 0, by dropping negative unknowns and solving again (an
+    active set that only shrinks: enough for the well-conditioned systems `fit` makes)."""
+    free = np.ones(a.shape[1], dtype=bool)
+    while True:
+        x = np.zeros(a.shape[1])
+        x[free] = np.linalg.lstsq(a[:, free], b, rcond=None)[0]
+        if (x >= 0).all():
+            return x
+        free &= x > 0
 
 
 def analytical() -> LinearTermsModel:

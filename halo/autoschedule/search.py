@@ -87,12 +87,16 @@ class Search:
         """Predicted seconds of each state, in one batch."""
         if not states:
             return []
-        m = self.machine
-        terms = np.stack([cost_terms(stage_features(s.alg, s.decided, nests(s.alg, s.decided),
-                                                    m.cores, m.lanes, m.cache_bytes),
-                                     m.cores, m.lanes) for s in states])
         self.evaluations += len(states)
-        return [float(x) for x in self.model.predict(terms)]
+        return [float(x) for x in self.model.predict(self.terms(states))]
+
+    def terms(self, states: list[State]) -> np.ndarray:
+        """The cost terms of each state (a row each): what the model prices, and what
+        tuning refits it on."""
+        m = self.machine
+        return np.stack([cost_terms(stage_features(s.alg, s.decided, nests(s.alg, s.decided),
+                                                   m.cores, m.lanes, m.cache_bytes),
+                                    m.cores, m.lanes) for s in states])
 
     def run(self, starts: list[State]) -> list[Priced]:
         """The best complete states found from any of `starts` (the pipeline, and the

@@ -1,0 +1,112 @@
+"""The tuning curve of one app: `python -m benchmarks.tuning_curve --app blur --budget 600`.
+
+Tunes the app at its benchmark size (`benchmarks/cases.py`) with
+`halo.autoschedule(..., measure=True, budget_s=...)` and reports the best measured time
+against the seconds spent, beside the model's choice (no measuring) and the app's hand
+schedule, each timed here after the tuning (`halo.timing.median_time`). Writes the curve
+as JSON and, with matplotlib, a plot (best time vs seconds, the hand schedule as a line).
+`--records` keeps the measurements (a second run resumes from them).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+import halo
+from benchmarks.cases import CASES
+from halo.autoschedule.measure import LocalExecutor
+from halo.lang.environment import Environment
+from halo.timing import median_time
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def _fresh(case):
+    """The app's algorithm: (output Func, {input name: ImageParam}, funcs)."""
+    *_, out, funcs = case.module.algorithm()
+    return out, Environment.of([out]).inputs, funcs
+
+
+def _time(out, arrays: dict, shape: tuple[int, ...], repeats: int) -> float:
+    kernel = out.compile()
+    return median_time(lambda: kernel.run(shape, None, None, None, arrays), repeats)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--app", default="blur", help="an app of benchmarks/cases.py")
+    parser.add_argument("--budget", type=float, default=600.0, help="tuning seconds")
+    parser.add_argument("--workers", type=int, default=2, help="compiling processes")
+    parser.add_argument("--records", default=None, help="a records file to keep")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default=str(RESULTS / "tuning_curve"),
+                        help="path prefix of the .json and .png written")
+    args = parser.parse_args()
+    case = next(c for c in CASES if c.app == args.app)
+    arrays = case.make_inputs()
+    shape = np.shape(case.numpy(**arrays))
+
+    out, inputs, funcs = _fresh(case)
+    case.module.schedule(funcs)
+    hand_s = _time(out, arrays, shape, args.repeats)
+
+    out, inputs, _ = _fresh(case)
+    estimates = {out: shape, **{p: arrays[name].shape for name, p in inputs.items()}}
+    halo.autoschedule(out, estimates=estimates)  # the model's choice, applied
+    model_s = _time(out, arrays, shape, args.repeats)
+
+    out, inputs, _ = _fresh(case)
+    estimates = {out: shape, **{p: arrays[name].shape for name, p in inputs.items()}}
+    start = time.monotonic()
+    with LocalExecutor(workers=args.workers) as executor:
+        tuned = halo.autoschedule(out, estimates=estimates, measure=True,
+                                  budget_s=args.budget, records=args.records,
+                                  executor=executor, progress=True)
+    wall_s = time.monotonic() - start
+    tuned_s = _time(out, arrays, shape, args.repeats)
+
+    report = {"app": case.label, "budget_s": args.budget, "wall_s": wall_s,
+              "hand_s": hand_s, "model_s": model_s, "tuned_s": tuned_s,
+              "tuned_measured_s": tuned.measured_s, "measurements": tuned.measurements,
+              "curve": tuned.curve, "source": tuned.source}
+    prefix = Path(args.out)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    prefix.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    print(f"{case.label}: hand {hand_s * 1e3:.3f} ms, model {model_s * 1e3:.3f} ms, "
+          f"tuned {tuned_s * 1e3:.3f} ms after {tuned.measurements} measurements in "
+          f"{wall_s:.0f} s")
+    print(f"{'seconds':>8}  best (ms)")
+    for seconds, best in tuned.curve:
+        print(f"{seconds:8.1f}  {best * 1e3:.3f}")
+    _plot(report, prefix.with_suffix(".png"))
+
+
+def _plot(report: dict, path: Path) -> None:
+    try:
+        # matplotlib comes with the bench extra; without it the JSON is the result.
+        import matplotlib
+    except ImportError:
+        return
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    seconds = [s for s, _ in report["curve"]]
+    best = [b * 1e3 for _, b in report["curve"]]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.step(seconds, best, where="post", label="halo auto+tune (best measured)")
+    ax.axhline(report["hand_s"] * 1e3, color="gray", linestyle="--", label="halo hand")
+    ax.axhline(report["model_s"] * 1e3, color="orange", linestyle=":", label="halo auto")
+    ax.set_xlabel("tuning seconds")
+    ax.set_ylabel("run time (ms)")
+    ax.set_title(f"{report['app']}: tuning curve")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

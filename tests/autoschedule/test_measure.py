@@ -1,0 +1,95 @@
+"""Measuring schedules in worker processes: times and output samples come back with the
+host's fingerprint; a job that crashes or hangs its worker is an error measurement and
+the other jobs are still measured; a schedule halo refuses is an error, not a crash."""
+from __future__ import annotations
+
+import numpy as np
+
+import halo
+from apps import blur
+from halo.autoschedule.measure import (
+    LocalExecutor,
+    MeasureJob,
+    Sizes,
+    algorithm_builder,
+    default_inputs,
+    fingerprint,
+    run_job,
+    same_machine,
+    samples_agree,
+)
+from halo.lang import schedule_to_json
+from halo.lang.environment import Environment
+from tests.autoschedule.jobs import blur_outputs, crashing_outputs, hanging_outputs
+
+SIZES = Sizes.of((37, 53), {"inp": (37, 53)})
+
+
+def _hand_schedule() -> str:
+    with halo.NameScope():  # the names the worker's build makes
+        _, out, funcs = blur.algorithm()
+    blur.schedule(funcs)
+    return schedule_to_json(out)
+
+
+def test_run_job_times_and_samples_the_output():
+    """In this process: the sample is the output's values, as halo.reference gives them."""
+    m = run_job(MeasureJob(blur_outputs, _hand_schedule(), SIZES, repeats=2, key="hand"))
+    assert m.error is None and m.key == "hand"
+    assert len(m.times_s) == 2 and m.seconds > 0 and m.compile_s > 0
+    assert same_machine(m.fingerprint, fingerprint())
+    inp, out, _ = blur.algorithm()
+    arrays = default_inputs(Environment.of([out]), SIZES)
+    want = halo.reference(out, (37, 53), inputs={inp: arrays["inp"]})
+    assert samples_agree(m.sample, [want.reshape(-1)])
+    assert not samples_agree(m.sample, [want.reshape(-1) + 1])
+
+
+def test_refused_schedule_is_an_error_measurement():
+    bad = _hand_schedule().replace('"blur_x"', '"no_such_func"')
+    m = run_job(MeasureJob(blur_outputs, bad, SIZES, key="bad"))
+    assert m.times_s is None and "no_such_func" in m.error
+
+
+def test_sizes_of_an_offset_region():
+    sizes = Sizes.of([(2, 30), 40], {"inp": [50, 60]}, {"k": 3})
+    assert sizes.shape == (30, 40) and sizes.origin == (2, 0)
+    assert sizes.inputs == (("inp", (50, 60)),) and sizes.params == (("k", 3),)
+
+
+def test_crash_and_hang_lose_no_other_measurement():
+    """Two workers; one job segfaults its worker, one sleeps past the timeout: both come
+    back as errors, the workers are replaced, and every other job is measured."""
+    hand = _hand_schedule()
+    jobs = [MeasureJob(blur_outputs, hand, SIZES, repeats=1, key="first"),
+            MeasureJob(crashing_outputs, hand, SIZES, key="crash"),
+            MeasureJob(hanging_outputs, hand, SIZES, key="hang"),
+            MeasureJob(blur_outputs, "{}", SIZES, repeats=1, key="root"),
+            MeasureJob(blur_outputs, hand, SIZES, repeats=1, key="last")]
+    with LocalExecutor(workers=2, timeout_s=4.0) as executor:
+        results = {m.key: m for m in executor.measure(jobs)}
+        assert sorted(results) == sorted(j.key for j in jobs)
+        assert results["crash"].error.startswith("crash: the worker died")
+        assert results["hang"].error.startswith("hang: no result after 4 s")
+        for key in ("first", "root", "last"):
+            assert results[key].error is None and results[key].seconds > 0
+        assert samples_agree(results["root"].sample, results["first"].sample)
+        again = list(executor.measure(jobs[:1]))  # the pool still works
+    assert again[0].error is None
+    assert np.array_equal(again[0].sample[0], results["first"].sample[0])
+
+
+def test_algorithm_builder_copies_the_funcs_by_name():
+    """The user's own Funcs (names made up outside any NameScope included) travel to a
+    worker; the schedule applies to the copies by the same names."""
+    inp, out, funcs = blur.algorithm()
+    build = algorithm_builder([out])
+    blur.schedule(funcs)
+    hand = schedule_to_json(out)
+    copies = build()
+    assert [f.name for f in copies] == [out.name] and copies[0] is not out
+    m = run_job(MeasureJob(build, hand, SIZES, repeats=1))
+    assert m.error is None
+    arrays = default_inputs(Environment.of([out]), SIZES)
+    want = halo.reference(out, (37, 53), inputs={inp: arrays["inp"]})
+    assert samples_agree(m.sample, [want.reshape(-1)])

@@ -1,0 +1,178 @@
+"""Autotuning (`halo.autoschedule(..., measure=True)`): the measured schedule matches
+`halo.reference`; tuning records resume and apply by canonical algorithm, never across
+machines; a candidate that crashes or hangs its worker is recorded as such and the run
+goes on; the model refits on what was measured; mutations stay legal."""
+from __future__ import annotations
+
+import json
+import random
+import time
+
+import numpy as np
+import pytest
+
+import halo
+from apps import blur, matmul
+from halo.autoschedule import _algorithm, _calls
+from halo.autoschedule.canonical import canonical, renamed_schedule
+from halo.autoschedule.cost_model import TERMS, LinearTermsModel, analytical
+from halo.autoschedule.measure import LocalExecutor, algorithm_builder
+from halo.autoschedule.proposals import greedy_probe, mutations
+from halo.autoschedule.search import Machine, Search, State
+from halo.autoschedule.validate import apply_calls
+from halo.lang import schedule_to_json
+from halo.lang.environment import Environment
+from tests.autoschedule.jobs import Sabotaged
+
+BUDGET_S = 6.0
+
+
+def _blur(shape=(41, 67)):
+    inp, out, _ = blur.algorithm()
+    image = np.random.default_rng(0).random(shape, dtype=np.float32)
+    return inp, out, image
+
+
+def _records(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_tuned_matmul_matches_the_reference(tmp_path):
+    A, B, C, _ = matmul.algorithm()
+    rng = np.random.default_rng(1)
+    a, b = rng.random((37, 29), dtype=np.float32), rng.random((29, 45), dtype=np.float32)
+    with LocalExecutor(workers=2) as executor:
+        result = halo.autoschedule(C, estimates={C: (37, 45), A: (37, 29), B: (29, 45)},
+                                   measure=True, budget_s=BUDGET_S, executor=executor)
+    assert result.measured_s > 0 and result.measurements >= 2
+    bests = [best for _, best in result.curve]
+    assert bests == sorted(bests, reverse=True) and result.measured_s >= bests[-1]
+    for m, n, k in [(37, 45, 29), (1, 1, 29), (13, 7, 5)]:
+        x, y = a[:m, :k].copy(), b[:k, :n].copy()
+        got = C.realize((m, n), inputs={A: x, B: y})
+        np.testing.assert_allclose(got, halo.reference(C, (m, n), inputs={A: x, B: y}),
+                                   rtol=1e-4, atol=1e-4)
+
+
+def test_records_resume_instantly_and_apply_best(tmp_path):
+    """The second call, on a fresh copy of the algorithm whose made-up names differ,
+    returns the recorded best at once; apply_best gives a third copy the same schedule."""
+    path = tmp_path / "tuning.jsonl"
+    inp, out, image = _blur()
+    first = halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=BUDGET_S,
+                              records=str(path))
+    lines = _records(path)
+    assert [r["kind"] for r in lines].count("best") == 1
+    assert sum(r["kind"] == "measurement" for r in lines) == first.measurements
+
+    inp2, out2, _ = _blur()
+    assert canonical([out2]).names != canonical([out]).names  # made-up names differ
+    start = time.monotonic()
+    second = halo.autoschedule(out2, inputs={inp2: image}, measure=True, budget_s=BUDGET_S,
+                               records=str(path))
+    assert time.monotonic() - start < 1.0
+    assert second.measured_s == first.measured_s
+    assert _edges_renamed(out2) == _edges_renamed(out)
+
+    inp3, out3, _ = _blur()
+    record = halo.apply_best(out3, str(path))
+    assert record.seconds == first.measured_s
+    assert _edges_renamed(out3) == _edges_renamed(out)
+
+
+def _edges_renamed(out) -> str:
+    """The lowered code with the boundary Func's made-up number removed."""
+    text = str(out.lower())
+    for name in Environment.of([out]).funcs:
+        if "repeat_edge" in name:
+            text = text.replace(name, "edge")
+    return text
+
+
+def test_records_of_another_machine_are_never_used(tmp_path):
+    path = tmp_path / "tuning.jsonl"
+    inp, out, image = _blur()
+    halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=BUDGET_S,
+                      records=str(path))
+    lines = _records(path)
+    for r in lines:
+        r["target"]["cpu"] = "some-other-cpu"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    inp2, out2, _ = _blur()
+    with pytest.warns(UserWarning, match="only from other machines.*some-other-cpu"):
+        result = halo.autoschedule(out2, inputs={inp2: image}, records=str(path))
+    assert result.measured_s is None  # the model's schedule, not a recorded one
+    inp3, out3, _ = _blur()
+    with pytest.raises(halo.HaloError, match="measured on other machines"):
+        halo.apply_best(out3, str(path))
+
+
+def test_a_crash_and_a_hang_are_recorded_and_tuning_goes_on(tmp_path):
+    path = tmp_path / "tuning.jsonl"
+    inp, out, image = _blur()
+    with LocalExecutor(workers=2, timeout_s=2.5) as local:
+        result = halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=10.0,
+                                   records=str(path), executor=Sabotaged(local))
+    errors = [r["error"] for r in _records(path) if r["kind"] == "measurement"]
+    assert len(errors) == result.measurements  # every measurement made is recorded
+    assert any(e and e.startswith("crash: the worker died") for e in errors)
+    assert any(e and e.startswith("hang: no result after 2.5 s") for e in errors)
+    assert sum(e is None for e in errors) >= 2  # the root schedule's, and others'
+    assert result.measured_s is not None
+    got = out.realize(image.shape, inputs={inp: image})
+    np.testing.assert_allclose(got, halo.reference(out, image.shape, inputs={inp: image}),
+                               rtol=1e-5)
+
+
+def test_canonical_digest_ignores_func_names():
+    def algorithm(prefix: str, weight: float):
+        y, x = halo.vars("y x")
+        inp = halo.ImageParam(halo.float32, 2, f"{prefix}in")
+        a, b = halo.Func(f"{prefix}a"), halo.Func(f"{prefix}b")
+        a[y, x] = inp[y, x] * weight
+        b[y, x] = a[y, x] + a[y + 1, x]
+        return b, a
+
+    b1, a1 = algorithm("first_", 2.0)
+    b2, a2 = algorithm("other_", 2.0)
+    b3, _ = algorithm("third_", 3.0)
+    c1, c2 = canonical([b1]), canonical([b2])
+    assert c1.digest == c2.digest and c1.names != c2.names
+    assert canonical([b3]).digest != c1.digest
+    a1.compute_at(b1, halo.Var("y"))
+    moved = renamed_schedule(schedule_to_json(b1), c1.names, c2.names)
+    halo.lang.apply_json(b2, moved)
+    assert str(b2.lower()).replace("other_", "first_") == str(b1.lower())
+
+
+def test_fit_recovers_scaled_weights():
+    rng = np.random.default_rng(0)
+    model = analytical()
+    terms = rng.random((200, len(TERMS))) * 1e6
+    truth = model.weights * np.where(np.arange(len(TERMS)) % 2, 2.0, 0.5)
+    fitted = model.fit(terms, terms @ truth, prior=1e-6)
+    assert isinstance(fitted, LinearTermsModel) and (fitted.weights >= 0).all()
+    np.testing.assert_allclose(fitted.predict(terms), terms @ truth, rtol=1e-3)
+
+
+@pytest.mark.parametrize("app", ["blur", "matmul"])
+def test_probes_and_mutations_give_schedules_halo_accepts(app):
+    if app == "blur":
+        inp, out, image = _blur()
+        estimates, inputs = None, {inp: image}
+    else:
+        A, B, out, _ = matmul.algorithm()
+        estimates, inputs = {out: (24, 40), A: (24, 19), B: (19, 40)}, None
+    build = algorithm_builder([out])
+    alg = _algorithm(Environment.of([out]), estimates, inputs)
+    search = Search(analytical(), Machine(2, 8), 4, 0, time.monotonic() + 5)
+    rng = random.Random(1)
+    probe = greedy_probe(search, State(alg), rng, 0.5)
+    assert probe.complete
+    children = mutations(probe, 8)
+    assert children
+    for state in [probe, *rng.sample(children, min(6, len(children)))]:
+        again = build()
+        apply_calls(again, _calls(state))
+        halo.Pipeline(again).lower()
+
