@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from halo.autoschedule.algorithm import Algorithm
 from halo.autoschedule.canonical import canonical
-from halo.autoschedule.cost_model import CostModel, analytical
+from halo.autoschedule.cost_model import CostModel, default_model
 from halo.autoschedule.emit import schedule_calls
 from halo.autoschedule.loop_nest import nests
 from halo.autoschedule.measure import Executor, apply_schedule, fingerprint
@@ -109,7 +109,7 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
     budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
     search_s = min(budget * TUNE_SEARCH_SHARE, DEFAULT_BUDGET_S * SEARCH_SHARE) if measure \
         else budget * SEARCH_SHARE
-    search = Search(model or analytical(), machine, beam_size, seed, start + search_s)
+    search = Search(model or default_model(), machine, beam_size, seed, start + search_s)
     variants = rfactor_variants(alg, outputs, machine.cores, machine.lanes,
                                 lambda: _algorithm(Environment.of(outputs), estimates, inputs))
     starts = [State(alg), *(State(a, prefix=calls) for calls, a in variants)]
