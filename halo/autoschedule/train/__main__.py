@@ -9,6 +9,7 @@ from pathlib import Path
 
 from halo.autoschedule.cost_model import LEARNED_WEIGHTS
 from halo.autoschedule.train.commands import run_collect, run_evaluate, run_train
+from halo.errors import HaloError
 from halo.random_programs.size_profile import PROFILES, REALISTIC
 
 DEFAULT_DATA = Path("data/autoschedule")
@@ -55,7 +56,11 @@ def main(argv: list[str] | None = None) -> int:
                            help="folder for the plots")
     args = parser.parse_args(argv)
     run = {"collect": run_collect, "train": run_train, "evaluate": run_evaluate}
-    return run[args.command](args)
+    try:
+        return run[args.command](args)
+    except HaloError as e:
+        print(f"{parser.prog} {args.command}: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
