@@ -71,7 +71,7 @@ class LinearTermsModel:
         k = len(self.weights)
         a = np.vstack([x / y[:, None], np.sqrt(prior) * np.eye(k)])
         b = np.concatenate([np.ones(len(y)), np.sqrt(prior) * np.ones(k)])
-        factors = _non_negative_least_squares(a, b)
+        factors = non_negative_least_squares(a, b)
         return LinearTermsModel(dict(zip(TERMS, self.weights * factors, strict=True)),
                                 f"{self.name}+fit")
 
@@ -92,7 +92,7 @@ class LinearTermsModel:
                     **weights}, data["name"])
 
 
-def _non_negative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def non_negative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """argmin |a x - b| with x >= 0, by dropping negative unknowns and solving again (an
     active set that only shrinks: enough for the well-conditioned systems `fit` makes)."""
     free = np.ones(a.shape[1], dtype=bool)

@@ -14,6 +14,8 @@ from halo.autoschedule.cost_model import (
     ANALYTICAL_WEIGHTS,
     LEARNED_WEIGHTS,
     LinearTermsModel,
+    RandomModel,
+    analytical,
     default_model,
 )
 from halo.autoschedule.features import TERMS
@@ -22,7 +24,7 @@ from halo.autoschedule.search import children_of
 from halo.autoschedule.train import samples
 from halo.autoschedule.train.__main__ import main
 from halo.autoschedule.train.collect import CollectOptions, collect
-from halo.autoschedule.train.fit import Dataset, fit_weights
+from halo.autoschedule.train.fit import Dataset, fit_weights, learning_curve
 from halo.autoschedule.train.metrics import scores, spearman
 from halo.autoschedule.train.pipelines import (
     state_from_json,
@@ -42,7 +44,6 @@ class InProcess:
 
 
 def test_collect_train_evaluate_end_to_end(tmp_path, capsys):
-    pytest.importorskip("matplotlib")
     data = tmp_path / "samples.jsonl.gz"
     # Seed 5 is held out (a multiple of 5), 1 and 2 train.
     options = CollectOptions(data, (1, 2, 5), threads=2, profile=FUZZ.name, greedy=0,
@@ -61,13 +62,23 @@ def test_collect_train_evaluate_end_to_end(tmp_path, capsys):
     assert (model.weights >= 0).all() and model.weights.any()
     about = json.loads(weights.read_text())["about"]
     assert about["pipelines"] == 2 and about["held_out"]["learned"]["pipelines"] == 1
-    plots = tmp_path / "plots"
-    assert main(["evaluate", str(data), "--model", str(weights), "--plots", str(plots),
+    assert main(["evaluate", str(data), "--model", str(weights), "--no-plots",
                  "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert "| analytical |" in out and "| random |" in out and "learning curve" in out
-    assert (plots / "predicted_vs_measured.png").stat().st_size > 0
-    assert (plots / "learning_curve.png").stat().st_size > 0
+
+
+def test_plots(tmp_path):
+    pytest.importorskip("matplotlib")  # the train extra
+    from halo.autoschedule.train.plots import draw
+    rng = np.random.default_rng(1)
+    terms = rng.random((12, len(TERMS)))
+    ds = Dataset(terms, terms @ analytical().weights * rng.uniform(0.5, 2, 12),
+                 np.arange(12) // 4)
+    curve = learning_curve(ds, ds, repeats=1)
+    paths = draw([analytical(), RandomModel(0)], ds, curve, tmp_path)
+    assert [p.name for p in paths] == ["predicted_vs_measured.png", "learning_curve.png"]
+    assert all(p.stat().st_size > 0 for p in paths)
 
 
 def test_train_refuses_too_few_samples(tmp_path, capsys):
@@ -153,9 +164,11 @@ def test_fit_recovers_known_non_negative_weights():
     truth = np.array([ANALYTICAL_WEIGHTS[t] * f for t, f in
                       zip(TERMS, rng.choice([0.0, 0.5, 3.0], len(TERMS)), strict=True)])
     truth[0] = ANALYTICAL_WEIGHTS[TERMS[0]]  # at least one term explains the times
-    ds = Dataset(terms, terms @ truth, np.arange(60) // 6)
-    got = np.array([fit_weights(ds)[t] for t in TERMS])
-    np.testing.assert_allclose(got, truth, rtol=1e-6, atol=1e-20)
+    fixed = 2e-4  # seconds every call takes
+    ds = Dataset(terms, terms @ truth + fixed, np.arange(60) // 6)
+    weights, got_fixed = fit_weights(ds)
+    np.testing.assert_allclose([weights[t] for t in TERMS], truth, rtol=1e-6, atol=1e-20)
+    assert got_fixed == pytest.approx(fixed)
 
 
 def test_realistic_profile_sizes():

@@ -53,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
             s.add_argument("--model", type=Path, default=LEARNED_WEIGHTS,
                            help="the learned weights (default: the package's)")
             s.add_argument("--plots", type=Path, default=Path("build/train"),
-                           help="folder for the plots")
+                           help="folder for the plots (needs matplotlib: the train extra)")
+            s.add_argument("--no-plots", dest="plots", action="store_const", const=None,
+                           help="print the scores only")
     args = parser.parse_args(argv)
     run = {"collect": run_collect, "train": run_train, "evaluate": run_evaluate}
     try:

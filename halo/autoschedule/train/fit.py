@@ -7,8 +7,8 @@ width and caches), so samples stay usable when the features change. `fit_weights
 solves for non-negative weights (seconds per unit of each term: the structure of Adams
 et al. 2019, learned coefficients on hand-designed per-stage terms summed over the
 stages) minimizing the squared relative error of the predicted times: the analytical
-weights scaled by non-negative factors (`LinearTermsModel.fit`, with no pull toward
-them). Held out are the pipelines whose seed is a multiple of `HELD_OUT_EVERY`.
+weights scaled by non-negative factors, with the fixed time of a call fitted beside
+them. Held out are the pipelines whose seed is a multiple of `HELD_OUT_EVERY`.
 """
 from __future__ import annotations
 
@@ -21,7 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 from tqdm import tqdm
 
-from halo.autoschedule.cost_model import CostModel, LinearTermsModel, analytical
+from halo.autoschedule.cost_model import (
+    CostModel,
+    LinearTermsModel,
+    analytical,
+    non_negative_least_squares,
+)
 from halo.autoschedule.features import TERMS
 from halo.autoschedule.train.metrics import Scores, scores
 from halo.autoschedule.train.pipelines import state_from_json, terms_of, training_pipeline
@@ -29,6 +34,7 @@ from halo.random_programs.random_pipeline import GENERATOR_VERSION
 from halo.random_programs.size_profile import PROFILES
 
 HELD_OUT_EVERY = 5
+FIXED_UNIT_S = 1e-4  # the scale of a call's fixed seconds, for the solver
 
 
 @dataclass
@@ -88,14 +94,21 @@ def _pipeline_rows(task) -> list[np.ndarray] | None:
     return [terms_of(state_from_json(tp, state), tp.machine) for state, _ in rows]
 
 
-def fit_weights(ds: Dataset) -> dict[str, float]:
-    """Non-negative weights per term minimizing sum(((terms @ w) - t) / t)^2."""
-    fitted = analytical().fit(ds.terms, ds.seconds, prior=0.0)
-    return dict(zip(TERMS, fitted.weights.tolist(), strict=True))
+def fit_weights(ds: Dataset) -> tuple[dict[str, float], float]:
+    """(non-negative weights per term, the fixed seconds of a call) minimizing
+    sum(((terms @ w + fixed) - t) / t)^2: the analytical weights scaled by non-negative
+    factors. `fixed` is what a call costs whatever its schedule (binding the arrays,
+    checking the regions); fitted so that the weights need not explain it, and then
+    left out of the model, since it ranks no schedule above another."""
+    base = analytical().weights
+    a = np.hstack([ds.terms * base, np.full((len(ds.seconds), 1), FIXED_UNIT_S)])
+    factors = non_negative_least_squares(a / ds.seconds[:, None], np.ones(len(a)))
+    weights = dict(zip(TERMS, (base * factors[:-1]).tolist(), strict=True))
+    return weights, float(factors[-1] * FIXED_UNIT_S)
 
 
 def fit(ds: Dataset, name: str = "learned") -> LinearTermsModel:
-    return LinearTermsModel(fit_weights(ds), name)
+    return LinearTermsModel(fit_weights(ds)[0], name)
 
 
 def evaluate(model: CostModel, ds: Dataset) -> Scores:
