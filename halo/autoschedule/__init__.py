@@ -40,7 +40,7 @@ from halo.lang.environment import Environment
 from halo.lang.func import Func
 from halo.schedule.calls import Call, calls_source
 from halo.schedule.serialize import schedules_source, schedules_to_json
-from halo.target import Target
+from halo.target import Target, host_cache_bytes
 
 DEFAULT_BEAM = 8
 DEFAULT_BUDGET_S = 30.0
@@ -105,7 +105,7 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
     _check_unscheduled(env)
     alg = _algorithm(env, estimates, inputs)
     machine = Machine(target.num_threads, max(target.natural_vector_size(
-        Func.type.fget(f)) for f in env.funcs.values()))
+        Func.type.fget(f)) for f in env.funcs.values()), host_cache_bytes())
     budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
     search_s = min(budget * TUNE_SEARCH_SHARE, DEFAULT_BUDGET_S * SEARCH_SHARE) if measure \
         else budget * SEARCH_SHARE

@@ -34,6 +34,7 @@ from halo.autoschedule.train.pipelines import (
 )
 from halo.random_programs.random_pipeline import random_pipeline
 from halo.random_programs.size_profile import FUZZ, REALISTIC
+from halo.target import DEFAULT_CACHE_BYTES
 
 
 class InProcess:
@@ -108,7 +109,7 @@ def test_weights_json_round_trip_by_term_name(tmp_path):
 
 
 def _walk_states(seed: int, count: int):
-    tp = training_pipeline(seed, FUZZ, 2, 32, samples.DEFAULT_CACHE_BYTES)
+    tp = training_pipeline(seed, FUZZ, 2, 32, DEFAULT_CACHE_BYTES)
     rng = random.Random(seed)
     out = []
     for _ in range(count):

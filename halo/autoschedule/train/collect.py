@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from halo.autoschedule.cost_model import analytical
+from halo.autoschedule.cost_model import default_model
 from halo.autoschedule.measure import Executor, MeasureJob, Sizes, same_machine
 from halo.autoschedule.train.draws import draw_states
 from halo.autoschedule.train.pipelines import calls_of, state_json, training_pipeline
@@ -142,7 +142,7 @@ def plan_pipeline(seed: int, options: CollectOptions, facts: dict) -> list[dict]
     try:
         tp = training_pipeline(seed, PROFILES[options.profile], options.threads,
                                facts["vector_bytes"], tuple(facts["cache_bytes"]))
-        states = draw_states(tp, analytical(), options.greedy, options.walks, seed)
+        states = draw_states(tp, default_model(), options.greedy, options.walks, seed)
     except Exception as e:  # noqa: BLE001 - a pipeline the search can't model is skipped
         return [{"skip": f"not modelled ({type(e).__name__})"}]
     outputs = [tp.built.output]

@@ -1,7 +1,7 @@
 """The schedules a training pipeline is measured under, drawn by the search itself (as
 Adams et al. 2019 do), so the model learns to rank what the search will ask it about:
 
-- `beam`: the best states of a beam search priced by the current model;
+- `beam`: the best states of a beam search priced by the current default model;
 - `greedy`: greedy descents (a beam of one) that drop each child with probability
   `DROPOUT` before choosing the cheapest, so they wander near the model's choice;
 - `walk`: random walks down the search tree (every step a uniformly drawn child): the

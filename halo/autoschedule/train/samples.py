@@ -18,35 +18,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from halo.autoschedule.measure import fingerprint
-from halo.target import Target, host_cpu
-
-DEFAULT_CACHE_BYTES = (32 << 10, 1 << 20, 16 << 20)  # when the host doesn't say
+from halo.target import Target, host_cache_bytes, host_cpu
 
 
 def host_facts(threads: int) -> dict:
     """This host's fingerprint for `threads` threads, with its vector width and cache
-    sizes (L1 data, L2, L3 in bytes; from Linux's sysfs, else `DEFAULT_CACHE_BYTES`)."""
+    sizes (`halo.target.host_cache_bytes`)."""
     return {**fingerprint(Target(threads=threads)), "vector_bytes": host_cpu().vector_bytes,
-            "cache_bytes": list(cache_bytes())}
-
-
-def cache_bytes() -> tuple[int, int, int]:
-    """(L1 data, L2, L3) bytes of this host's first CPU, or the defaults."""
-    found = {}
-    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            level = int((index / "level").read_text())
-            kind = (index / "type").read_text().strip()
-            size = (index / "size").read_text().strip()
-        except (OSError, ValueError):
-            continue
-        if kind == "Instruction" or not size[:-1].isdigit():
-            continue
-        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1])
-        if scale is not None:
-            found[level] = int(size[:-1]) * scale
-    return tuple(found.get(k, d) for k, d in zip((1, 2, 3), DEFAULT_CACHE_BYTES,
-                                                   strict=True))
+            "cache_bytes": list(host_cache_bytes())}
 
 
 def append(path: str | Path, records: Iterable[dict]) -> None:
