@@ -32,14 +32,11 @@ def schedule_calls(alg: Algorithm, decisions: dict[str, Decision], locals_: tupl
             if p.store_loop is not None:
                 calls.append(Call(me, "store_at", (site, _loop(func_nests, p, p.store_loop))))
             calls.append(Call(me, "compute_at", (site, _loop(func_nests, p, p.loop))))
-        elif p.kind == ROOT and not f.is_output and (not f.has_updates
-                                                     or f.name in _made(locals_)):
+        elif p.kind == ROOT and not f.is_output:
+            # Said even where it is halo's default (a Func with updates): an inline
+            # reduction's default is inside its consumer.
             calls.append(Call(me, "compute_root"))
     return calls
-
-
-def _made(locals_: tuple[str, ...]) -> set[str]:
-    return {f"{name}_local" for name in locals_}
 
 
 def _loop(func_nests: dict[str, FuncNest], p, k: int) -> str:
