@@ -24,7 +24,7 @@ from halo.autoschedule.search import children_of
 from halo.autoschedule.train import samples
 from halo.autoschedule.train.__main__ import main
 from halo.autoschedule.train.collect import CollectOptions, collect
-from halo.autoschedule.train.fit import Dataset, fit_weights, learning_curve
+from halo.autoschedule.train.fit import Dataset, featurize, fit_weights, learning_curve
 from halo.autoschedule.train.metrics import scores, spearman
 from halo.autoschedule.train.pipelines import (
     state_from_json,
@@ -57,6 +57,14 @@ def test_collect_train_evaluate_end_to_end(tmp_path, capsys):
     assert all(r["times_s"] and r["schedule"] and r["machine"]["threads"] == 2
                for r in records)
     assert collect(options, InProcess(), progress=False).pipelines == 0  # resumed: done
+    ds = featurize(records, progress=False)
+    assert ds.stale == 0 and len(ds.seconds) == len(records)
+    # A sample whose state no longer makes the schedule measured is stale.
+    tampered = [dict(r) for r in records]
+    other = next(r for r in tampered[1:] if r["seed"] == tampered[0]["seed"]
+                 and r["schedule"] != tampered[0]["schedule"])
+    tampered[0]["schedule"] = other["schedule"]
+    assert featurize(tampered, progress=False).stale == 1
     weights = tmp_path / "w.json"
     assert main(["train", str(data), "--out", str(weights), "--jobs", "1"]) == 0
     model = LinearTermsModel.load(weights)

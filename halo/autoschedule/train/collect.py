@@ -13,7 +13,6 @@ facts).
 from __future__ import annotations
 
 import functools
-import json
 import multiprocessing as mp
 from collections import Counter
 from collections.abc import Iterable
@@ -28,14 +27,11 @@ from tqdm import tqdm
 from halo.autoschedule.cost_model import default_model
 from halo.autoschedule.measure import Executor, MeasureJob, Sizes, same_machine
 from halo.autoschedule.train.draws import draw_states
-from halo.autoschedule.train.pipelines import calls_of, state_json, training_pipeline
+from halo.autoschedule.train.pipelines import schedule_json, state_json, training_pipeline
 from halo.autoschedule.train.samples import append, host_facts, read
-from halo.autoschedule.validate import Snapshot, apply_calls
 from halo.errors import HaloError
-from halo.lang.environment import Environment
 from halo.random_programs.random_pipeline import GENERATOR_VERSION, random_pipeline
 from halo.random_programs.size_profile import PROFILES, REALISTIC
-from halo.schedule.serialize import schedules_to_json
 
 
 @dataclass(frozen=True)
@@ -145,20 +141,13 @@ def plan_pipeline(seed: int, options: CollectOptions, facts: dict) -> list[dict]
         states = draw_states(tp, default_model(), options.greedy, options.walks, seed)
     except Exception as e:  # noqa: BLE001 - a pipeline the search can't model is skipped
         return [{"skip": f"not modelled ({type(e).__name__})"}]
-    outputs = [tp.built.output]
-    snapshot = Snapshot(outputs)
     records = []
     for k, (how, state) in enumerate(states):
         try:
-            apply_calls(outputs, calls_of(state))
-            env = Environment.of(outputs)
-            text = json.dumps(json.loads(schedules_to_json(
-                {n: g.schedule for n, g in env.funcs.items()})), separators=(",", ":"))
+            text = schedule_json(tp, state)
         except HaloError as e:  # a state the schedule calls can't express
             records.append({"skip": f"unexpressible state ({type(e).__name__})"})
             continue
-        finally:
-            snapshot.restore()
         records.append({"key": f"{seed}:{k}", "seed": seed, "profile": options.profile,
                         "generator": GENERATOR_VERSION, "pipeline": tp.fingerprint,
                         "how": how, "state": state_json(tp, state), "schedule_json": text})

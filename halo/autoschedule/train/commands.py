@@ -20,6 +20,10 @@ from halo.autoschedule.train.fit import (
 from halo.autoschedule.train.metrics import HEADER
 from halo.errors import HaloError
 
+# Held-out pipelines a learned model must be scored on before it may become the default:
+# on fewer, a win is within the noise of which pipelines were drawn.
+MIN_HELD_OUT = 30
+
 
 def run_collect(args: argparse.Namespace) -> int:
     out = args.out
@@ -53,7 +57,8 @@ def _executor(args: argparse.Namespace):
 def _datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
     ds = featurize(samples.read(args.samples), args.jobs)
     if ds.stale:
-        print(f"{ds.stale} samples skipped: their pipelines no longer draw the same")
+        print(f"{ds.stale} samples skipped as stale: their pipeline no longer draws the "
+              "same, or their state no longer makes the schedule measured")
     train, held_out = ds.split()
     if not len(train.seconds) or not len(held_out.seconds):
         raise HaloError(f"the samples in {', '.join(map(str, args.samples))} give "
@@ -84,7 +89,8 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"fixed time of a call (fitted, not part of the model): {fixed_s * 1e6:.0f} us")
     wins = learned.pairwise_accuracy > baseline.pairwise_accuracy and \
         learned.median_regret <= baseline.median_regret and \
-        learned.geomean_regret <= baseline.geomean_regret
+        learned.geomean_regret <= baseline.geomean_regret and \
+        learned.pipelines >= MIN_HELD_OUT
     model.save(args.out, {"default": wins, "samples": len(train.seconds),
                           "pipelines": len(train.pipelines()), "fixed_s": fixed_s,
                           "held_out": {"learned": learned.__dict__,
@@ -92,9 +98,9 @@ def run_train(args: argparse.Namespace) -> int:
     print(f"weights written to {args.out}; " + (
         "they beat the analytical model on the held-out pipelines (pairwise accuracy, "
         "median and geometric-mean top-1 regret): halo.autoschedule's default" if wins else
-        "they don't beat the analytical model on all of pairwise accuracy, median and "
-        "geometric-mean top-1 regret of the held-out pipelines: the analytical model stays "
-        "halo.autoschedule's default"))
+        f"they don't beat the analytical model on all of pairwise accuracy, median and "
+        f"geometric-mean top-1 regret of at least {MIN_HELD_OUT} held-out pipelines: the "
+        f"analytical model stays halo.autoschedule's default"))
     return 0
 
 

@@ -12,6 +12,7 @@ them. Held out are the pipelines whose seed is a multiple of `HELD_OUT_EVERY`.
 """
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import random
 from collections.abc import Iterable
@@ -29,7 +30,12 @@ from halo.autoschedule.cost_model import (
 )
 from halo.autoschedule.features import TERMS
 from halo.autoschedule.train.metrics import Scores, scores
-from halo.autoschedule.train.pipelines import state_from_json, terms_of, training_pipeline
+from halo.autoschedule.train.pipelines import (
+    schedule_json,
+    state_from_json,
+    terms_of,
+    training_pipeline,
+)
 from halo.random_programs.random_pipeline import GENERATOR_VERSION
 from halo.random_programs.size_profile import PROFILES
 
@@ -42,7 +48,7 @@ class Dataset:
     terms: np.ndarray     # samples x TERMS
     seconds: np.ndarray   # the median measured time of each sample
     groups: np.ndarray    # the pipeline (seed) of each sample
-    stale: int = 0        # samples whose pipeline no longer draws the same
+    stale: int = 0        # samples whose pipeline or schedule is no longer what was measured
 
     def where(self, mask: np.ndarray) -> Dataset:
         return Dataset(self.terms[mask], self.seconds[mask], self.groups[mask])
@@ -65,8 +71,8 @@ def featurize(records: Iterable[dict], jobs: int = 1, progress: bool = True) -> 
             key = (r["seed"], r["profile"], r["pipeline"], m["threads"], m["vector_bytes"],
                    tuple(m["cache_bytes"]))
             by_pipeline.setdefault(key, []).append(r)
-    tasks = [(key, [(r["state"], float(np.median(r["times_s"]))) for r in rs])
-             for key, rs in sorted(by_pipeline.items())]
+    tasks = [(key, [(r["state"], r["schedule"], float(np.median(r["times_s"])))
+                    for r in rs]) for key, rs in sorted(by_pipeline.items())]
     if jobs > 1 and len(tasks) > 1:
         with ProcessPoolExecutor(jobs, mp_context=mp.get_context("spawn")) as pool:
             results = list(tqdm(pool.map(_pipeline_rows, tasks, chunksize=2),
@@ -76,22 +82,40 @@ def featurize(records: Iterable[dict], jobs: int = 1, progress: bool = True) -> 
                                                    desc="features")]
     terms, seconds, groups, stale = [], [], [], 0
     for (key, rows), result in zip(tasks, results, strict=True):
-        if result is None:
-            stale += len(rows)
-            continue
-        terms += result
-        seconds += [s for _, s in rows]
-        groups += [key[0]] * len(rows)
+        for (_, _, s), row in zip(rows, result, strict=True):
+            if row is None:
+                stale += 1
+            else:
+                terms.append(row)
+                seconds.append(s)
+                groups.append(key[0])
     return Dataset(np.array(terms).reshape(-1, len(TERMS)), np.array(seconds),
                    np.array(groups, dtype=np.int64), stale)
 
 
-def _pipeline_rows(task) -> list[np.ndarray] | None:
+def _pipeline_rows(task) -> list[np.ndarray | None]:
+    """Each sample's terms, or None where it is stale: its pipeline no longer draws the
+    same, or its state no longer makes the schedule that was measured."""
     (seed, profile, fingerprint, threads, vector_bytes, cache), rows = task
     tp = training_pipeline(seed, PROFILES[profile], threads, vector_bytes, cache)
     if tp.fingerprint != fingerprint:
-        return None
-    return [terms_of(state_from_json(tp, state), tp.machine) for state, _ in rows]
+        return [None] * len(rows)
+    out = []
+    for state_data, measured, _ in rows:
+        state = state_from_json(tp, state_data)
+        same = _comparable(schedule_json(tp, state)) == _comparable(measured)
+        out.append(terms_of(state, tp.machine) if same else None)
+    return out
+
+
+def _comparable(schedule: str) -> object:
+    """A schedule's JSON without the cache stages' `seq` (the order the process made
+    cache stages in, which differs between processes making the same schedule)."""
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if k != "seq"}
+        return [strip(v) for v in x] if isinstance(x, list) else x
+    return strip(json.loads(schedule))
 
 
 def fit_weights(ds: Dataset) -> tuple[dict[str, float], float]:

@@ -5,11 +5,14 @@
 makes the search's starting states (the plain pipeline and its rfactor rewrites). A
 sample stores its state as `state_json` (which start, the Funcs moved to a local cache
 stage, one `Decision` per Func), so `state_from_json` rebuilds it and the features can
-be recomputed after they change, without measuring again.
+be recomputed after they change, without measuring again; and the schedule measured
+(`schedule_json`), so a sample whose state makes another schedule today (the
+schedule calls a state makes changed) is known to be stale.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import asdict, dataclass
 
 from halo.autoschedule.algorithm import Algorithm
@@ -19,12 +22,14 @@ from halo.autoschedule.loop_nest import nests
 from halo.autoschedule.reductions import rfactor_variants
 from halo.autoschedule.search import Machine, State
 from halo.autoschedule.space import Decision, Nest, Placement
+from halo.autoschedule.validate import Snapshot, apply_calls
 from halo.lang.environment import Environment
 from halo.lang.names import NameScope
 from halo.random_programs.pipeline_spec import BuiltPipeline, RandomPipeline
 from halo.random_programs.random_pipeline import random_pipeline
 from halo.random_programs.size_profile import SizeProfile
 from halo.schedule.calls import Call
+from halo.schedule.serialize import schedules_to_json
 
 
 @dataclass
@@ -81,6 +86,20 @@ def calls_of(state: State) -> list[Call]:
     """The schedule calls a complete state makes."""
     return list(state.prefix) + schedule_calls(state.alg, state.decided, state.locals_,
                                                nests(state.alg, state.decided))
+
+
+def schedule_json(tp: TrainingPipeline, state: State) -> str:
+    """The schedule a complete state makes, as halo's JSON records (compact): what is
+    measured, and what a stored sample's state must still make for its time to count."""
+    outputs = [tp.built.output]
+    snapshot = Snapshot(outputs)
+    try:
+        apply_calls(outputs, calls_of(state))
+        env = Environment.of(outputs)
+        text = schedules_to_json({n: g.schedule for n, g in env.funcs.items()})
+    finally:
+        snapshot.restore()
+    return json.dumps(json.loads(text), separators=(",", ":"))
 
 
 def state_json(tp: TrainingPipeline, state: State) -> dict:
