@@ -87,7 +87,9 @@ class LinearTermsModel:
         """The model `save` wrote; terms the file lacks get their analytical weight,
         terms the features no longer have are dropped."""
         data = json.loads(Path(path).read_text())
-        weights = {t: float(w) for t, w in data["weights"].items() if t in TERMS}
+        named = data["weights"] if isinstance(data["weights"], dict) else \
+            dict(zip(data["terms"], data["weights"], strict=True))  # the first format
+        weights = {t: float(w) for t, w in named.items() if t in TERMS}
         return cls({**{t: ANALYTICAL_WEIGHTS.get(t, 0.0) for t in TERMS if t not in weights},
                     **weights}, data["name"])
 

@@ -114,6 +114,12 @@ def test_weights_json_round_trip_by_term_name(tmp_path):
     got = dict(zip(TERMS, other.weights, strict=True))
     assert got["gathers"] == ANALYTICAL_WEIGHTS["gathers"]
     assert got["compute"] == weights["compute"]
+    # The first format: parallel lists of terms and weights.
+    path.write_text(json.dumps({"name": "old", "terms": ["compute", "loads"],
+                                "weights": [1e-9, 2e-9]}))
+    old = dict(zip(TERMS, LinearTermsModel.load(path).weights, strict=True))
+    assert (old["compute"], old["loads"]) == (1e-9, 2e-9)
+    assert old["gathers"] == ANALYTICAL_WEIGHTS["gathers"]
 
 
 def _walk_states(seed: int, count: int):
