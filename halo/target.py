@@ -4,7 +4,8 @@ and the backends read.
 A `Target` is a frozen value that lowering receives whole (`LowerContext.target`) and that
 keys every compiled-code cache. Host facts (CPU name and features, SIMD width, core count)
 are read here, once per process, from LLVM's description of the host CPU; no backend is
-imported for them.
+imported for them. The cache sizes (`host_cache_bytes`, for the autoscheduler's cost
+model) come from Linux's sysfs.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import cache
 from numbers import Integral
+from pathlib import Path
 
 from halo.errors import HaloError
 from halo.ir.types import Type
@@ -45,6 +47,28 @@ def host_cpu() -> HostCPU:
     flags = llvm.get_host_cpu_features().flatten().split(",")
     return HostCPU(llvm.get_host_cpu_name(),
                    frozenset(f[1:] for f in flags if f.startswith("+")))
+
+
+DEFAULT_CACHE_BYTES = (32 << 10, 1 << 20, 16 << 20)  # L1 data, L2, L3 where not told
+
+
+@cache
+def host_cache_bytes() -> tuple[int, int, int]:
+    """(L1 data, L2, L3) bytes of the host's first CPU, from Linux's sysfs; a level it
+    doesn't tell (another OS, a VM that hides it) has its `DEFAULT_CACHE_BYTES` size."""
+    found = {}
+    for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except (OSError, ValueError):
+            continue
+        scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1:])
+        if kind != "Instruction" and scale is not None and size[:-1].isdigit():
+            found[level] = int(size[:-1]) * scale
+    return tuple(found.get(k, d) for k, d in zip((1, 2, 3), DEFAULT_CACHE_BYTES,
+                                                   strict=True))
 
 
 # The most threads a parallel loop may run on: OpenMP's runtime allocates per-thread state

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 import halo
-from halo.target import MAX_THREADS, Target, TargetKind, default_num_threads, host_cpu
+from halo.target import (
+    MAX_THREADS,
+    Target,
+    TargetKind,
+    default_num_threads,
+    host_cache_bytes,
+    host_cpu,
+)
 
 
 @pytest.mark.parametrize(("setting", "expected"), [("3", 3), ("", None), (" 1 ", 1)])
@@ -108,3 +115,9 @@ def test_thread_counts_are_plain_ints_and_the_default_is_capped(monkeypatch):
     monkeypatch.delenv("HALO_NUM_THREADS", raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 4096)
     assert default_num_threads() == MAX_THREADS
+
+
+def test_host_cache_bytes():
+    sizes = host_cache_bytes()
+    assert len(sizes) == 3 and all(isinstance(s, int) and s >= 1024 for s in sizes)
+    assert sizes[0] <= sizes[1] <= sizes[2]

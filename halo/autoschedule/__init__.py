@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from halo.autoschedule.algorithm import Algorithm
 from halo.autoschedule.canonical import canonical
-from halo.autoschedule.cost_model import CostModel, analytical
+from halo.autoschedule.cost_model import CostModel, default_model
 from halo.autoschedule.emit import schedule_calls
 from halo.autoschedule.loop_nest import nests
 from halo.autoschedule.measure import Executor, apply_schedule, fingerprint
@@ -40,7 +40,7 @@ from halo.lang.environment import Environment
 from halo.lang.func import Func
 from halo.schedule.calls import Call, calls_source
 from halo.schedule.serialize import schedules_source, schedules_to_json
-from halo.target import Target
+from halo.target import Target, host_cache_bytes
 
 DEFAULT_BEAM = 8
 DEFAULT_BUDGET_S = 30.0
@@ -105,11 +105,11 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
     _check_unscheduled(env)
     alg = _algorithm(env, estimates, inputs)
     machine = Machine(target.num_threads, max(target.natural_vector_size(
-        Func.type.fget(f)) for f in env.funcs.values()))
+        Func.type.fget(f)) for f in env.funcs.values()), host_cache_bytes())
     budget = DEFAULT_BUDGET_S if budget_s is None else budget_s
     search_s = min(budget * TUNE_SEARCH_SHARE, DEFAULT_BUDGET_S * SEARCH_SHARE) if measure \
         else budget * SEARCH_SHARE
-    search = Search(model or analytical(), machine, beam_size, seed, start + search_s)
+    search = Search(model or default_model(), machine, beam_size, seed, start + search_s)
     variants = rfactor_variants(alg, outputs, machine.cores, machine.lanes,
                                 lambda: _algorithm(Environment.of(outputs), estimates, inputs))
     starts = [State(alg), *(State(a, prefix=calls) for calls, a in variants)]

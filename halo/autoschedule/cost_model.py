@@ -9,8 +9,15 @@ batch at once (the search predicts all children of a step together). Models:
   Adams et al. 2019 (coefficients on hand-designed per-stage terms, summed over the
   stages). `analytical()` is it with hand-set weights for a ~3 GHz core, the default; a
   learned model is the same class with fitted weights, saved and loaded as JSON
-  (`save`, `load`), never pickle.
+  (`save`, `load`), never pickle. Weights are stored by term name: a file's term that
+  the features no longer make is ignored, and a term it doesn't know (one added since)
+  gets its analytical weight.
 - `RandomModel`: a seeded random prediction, the baseline any model must beat.
+
+`default_model()` is what `halo.autoschedule` uses: the weights fitted on random
+programs that ship with halo (`LEARNED_WEIGHTS`, written by `python -m
+halo.autoschedule.train train`) where they beat `analytical()` on held-out pipelines
+(the file's `about.default`), else `analytical()`.
 """
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ import numpy as np
 
 from halo.autoschedule.features import TERMS
 
+LEARNED_WEIGHTS = Path(__file__).with_name("learned_weights.json")
 CYCLE_S = 1 / 3.0e9
 # Seconds per unit of each term, hand-set.
 ANALYTICAL_WEIGHTS = {
@@ -63,21 +71,30 @@ class LinearTermsModel:
         k = len(self.weights)
         a = np.vstack([x / y[:, None], np.sqrt(prior) * np.eye(k)])
         b = np.concatenate([np.ones(len(y)), np.sqrt(prior) * np.ones(k)])
-        factors = _non_negative_least_squares(a, b)
+        factors = non_negative_least_squares(a, b)
         return LinearTermsModel(dict(zip(TERMS, self.weights * factors, strict=True)),
                                 f"{self.name}+fit")
 
-    def save(self, path: str | Path) -> None:
-        data = {"name": self.name, "terms": list(TERMS), "weights": self.weights.tolist()}
-        Path(path).write_text(json.dumps(data, indent=1))
+    def save(self, path: str | Path, about: dict | None = None) -> None:
+        """Write the weights by term name as JSON, with `about` (how they were made)."""
+        data = {"name": self.name, "weights": dict(zip(TERMS, self.weights.tolist(),
+                                                       strict=True)),
+                "about": about or {}}
+        Path(path).write_text(json.dumps(data, indent=1) + "\n")
 
     @classmethod
     def load(cls, path: str | Path) -> LinearTermsModel:
+        """The model `save` wrote; terms the file lacks get their analytical weight,
+        terms the features no longer have are dropped."""
         data = json.loads(Path(path).read_text())
-        return cls(dict(zip(data["terms"], data["weights"], strict=True)), data["name"])
+        named = data["weights"] if isinstance(data["weights"], dict) else \
+            dict(zip(data["terms"], data["weights"], strict=True))  # the first format
+        weights = {t: float(w) for t, w in named.items() if t in TERMS}
+        return cls({**{t: ANALYTICAL_WEIGHTS.get(t, 0.0) for t in TERMS if t not in weights},
+                    **weights}, data["name"])
 
 
-def _non_negative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def non_negative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """argmin |a x - b| with x >= 0, by dropping negative unknowns and solving again (an
     active set that only shrinks: enough for the well-conditioned systems `fit` makes)."""
     free = np.ones(a.shape[1], dtype=bool)
@@ -91,6 +108,15 @@ def _non_negative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def analytical() -> LinearTermsModel:
     return LinearTermsModel(ANALYTICAL_WEIGHTS, "analytical")
+
+
+def default_model() -> LinearTermsModel:
+    """The shipped learned model where it beat the analytical one on held-out pipelines
+    when it was trained, else the analytical one."""
+    if LEARNED_WEIGHTS.exists() and \
+            json.loads(LEARNED_WEIGHTS.read_text()).get("about", {}).get("default"):
+        return LinearTermsModel.load(LEARNED_WEIGHTS)
+    return analytical()
 
 
 class RandomModel:

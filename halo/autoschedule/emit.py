@@ -32,14 +32,11 @@ def schedule_calls(alg: Algorithm, decisions: dict[str, Decision], locals_: tupl
             if p.store_loop is not None:
                 calls.append(Call(me, "store_at", (site, _loop(func_nests, p, p.store_loop))))
             calls.append(Call(me, "compute_at", (site, _loop(func_nests, p, p.loop))))
-        elif p.kind == ROOT and not f.is_output and (not f.has_updates
-                                                     or f.name in _made(locals_)):
+        elif p.kind == ROOT and not f.is_output:
+            # Said even where it is halo's default (a Func with updates): an inline
+            # reduction's default is inside its consumer.
             calls.append(Call(me, "compute_root"))
     return calls
-
-
-def _made(locals_: tuple[str, ...]) -> set[str]:
-    return {f"{name}_local" for name in locals_}
 
 
 def _loop(func_nests: dict[str, FuncNest], p, k: int) -> str:
@@ -65,11 +62,19 @@ def _stage_calls(at: StageRef, dims: tuple[str, ...], s, nest: Nest | None,
         base = vector.name[:-4]
         calls.append(Call(at, "vectorize", (base, vector.trips)))
         order.insert(order.index(base) + 1, vector.name)
-    elif vector is not None:
+    elif vector is not None and vector.var in factors:  # a split's inner loop: constant
         calls.append(Call(at, "vectorize", (vector.name,)))
+    elif vector is not None:
+        # A whole dimension as many points as the lanes at the estimate: its extent is
+        # not a constant (a Func computed per tile near an edge, other sizes), so it is
+        # split by the lanes, and the outer loop of that split (one trip) stays.
+        calls.append(Call(at, "vectorize", (vector.name, vector.trips)))
+        order.insert(order.index(vector.name) + 1, f"{vector.name}_vec")
     wanted = []
     for lp in loops:
         wanted += list(lp.fused) if lp.fused else [lp.name]
+        if lp.vector and vector.var not in factors and not lp.name.endswith("_vec"):
+            wanted.append(f"{lp.name}_vec")
     if wanted != order:
         calls.append(Call(at, "reorder", tuple(wanted)))
     for lp in loops:

@@ -3,7 +3,9 @@
 `random_pipeline(seed)` draws a DAG of 2-15 stages from the kinds real pipelines use
 (the table in `random_stages`), with the inputs it reads: their shapes (small and awkward:
 primes, 1, sizes no split factor divides) and value ranges that keep integer math in
-range and gathers in bounds. The result is a `pipeline_spec.RandomPipeline`, plain data:
+range and gathers in bounds. `profile` (`size_profile`) sets the sizes: the fuzzer's
+small ones by default, or the realistic ones a cost model trains at. The result is a
+`pipeline_spec.RandomPipeline`, plain data:
 
     p = random_pipeline(7)
     print(p.source())
@@ -17,18 +19,24 @@ import random
 
 from halo.random_programs.pipeline_spec import RandomPipeline
 from halo.random_programs.random_stages import STAGE_KINDS, Drawing
+from halo.random_programs.size_profile import FUZZ, SizeProfile
 
 MIN_STAGES, MAX_STAGES = 2, 15
+# Raised whenever a seed may draw a different pipeline than before: stored training
+# samples name their pipeline by (seed, profile, GENERATOR_VERSION).
+GENERATOR_VERSION = 1
 # Kinds that make poor outputs: an input behind a boundary condition is no computation,
 # and updates that write a fixed region (histograms, scans, scatters) may write outside
 # the output.
 NOT_OUTPUTS = ("boundary_input", "histogram", "scan", "scatter")
 
 
-def random_pipeline(seed: int, max_stages: int = MAX_STAGES) -> RandomPipeline:
-    """A random pipeline of 2..max_stages stages, the same for the same seed."""
+def random_pipeline(seed: int, max_stages: int = MAX_STAGES,
+                    profile: SizeProfile = FUZZ) -> RandomPipeline:
+    """A random pipeline of 2..max_stages stages at the sizes of `profile`, the same for
+    the same seed."""
     rng = random.Random(seed)
-    d = Drawing(rng, channels=rng.choice((1, 2, 3, 4)))
+    d = Drawing(rng, channels=rng.choice(profile.channels), profile=profile)
     # Stage counts lean small (compile time grows with them) but reach max_stages.
     target = MIN_STAGES + int((max_stages - MIN_STAGES + 1) * rng.random() ** 2)
     kinds = [k for k, _ in STAGE_KINDS]
@@ -44,6 +52,6 @@ def random_pipeline(seed: int, max_stages: int = MAX_STAGES) -> RandomPipeline:
         if attempts > 200:
             break
     origin = (rng.randint(-5, 5), rng.randint(-5, 5)) if rng.random() < 0.3 else (0, 0)
-    full = RandomPipeline(seed, tuple(d.inputs), tuple(d.stages), d.size(), d.size(),
+    full = RandomPipeline(seed, tuple(d.inputs), tuple(d.stages), *d.image_shape(),
                           d.channels, *origin)
     return full.truncated(full.stages[-1].name)

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from halo.random_programs import random_values as rv
 from halo.random_programs.pipeline_spec import DIMS, InputSpec, StageSpec
 from halo.random_programs.random_values import DTYPES, INT32_LIMIT, Value
+from halo.random_programs.size_profile import FUZZ, SizeProfile
 
 COORD_LIMIT = 4096  # |coordinate| of any point a random pipeline computes
 BOUNDARIES = ("repeat_edge", "constant_exterior", "mirror_image", "mirror_interior",
               "repeat_image")
 INT_DTYPES = ("uint8", "int16", "int32")
-AWKWARD_SIZES = (1, 2, 3, 5, 6, 7, 9, 11, 13, 16, 17, 19, 23)
 
 
 @dataclass
@@ -34,6 +34,8 @@ class Drawing:
     counter: int = 0
     resamples: int = 0
     reductions: list[str] = field(default_factory=list)  # named, for the next stage
+    profile: SizeProfile = FUZZ
+    image: tuple[int, int] | None = None  # the shared (height, width), once drawn
 
     def fresh(self, prefix: str) -> str:
         self.counter += 1
@@ -42,14 +44,31 @@ class Drawing:
     def choice(self, seq):
         return self.rng.choice(list(seq))
 
-    def size(self, most: int = 23) -> int:
-        return self.choice([s for s in AWKWARD_SIZES if s <= most])
+    def side(self) -> int:
+        """An image's height or width."""
+        return self.choice(self.profile.sides)
+
+    def extent(self) -> int:
+        """A reduction's extent, or a side of the region a histogram or scatter reads."""
+        return self.choice(self.profile.extents)
+
+    def image_shape(self) -> tuple[int, int]:
+        """(height, width) of an input or of the output: drawn each time, or (a profile
+        with `shared_image`) once, halved until `max_points` holds."""
+        if not self.profile.shared_image:
+            return self.side(), self.side()
+        if self.image is None:
+            h, w = self.side(), self.side()
+            while self.channels * h * w > self.profile.max_points:
+                h, w = (h // 2, w) if h >= w else (h, w // 2)
+            self.image = (h, w)
+        return self.image
 
     def new_input(self, ndim: int) -> InputSpec:
         dtype = self.choice(("uint8", "int16", "int32", "float32"))
         lo, hi, frac = {"uint8": (0, 255, 0), "int16": (-300, 300, 0),
                         "int32": (-1000, 1000, 0), "float32": (-8.0, 8.0, 2)}[dtype]
-        shape = ((self.channels,) if ndim == 3 else ()) + (self.size(), self.size())
+        shape = ((self.channels,) if ndim == 3 else ()) + self.image_shape()
         spec = InputSpec(f"in{len(self.inputs)}", dtype, shape, lo, hi, frac)
         self.inputs.append(spec)
         return spec
@@ -401,7 +420,7 @@ def boundary_func(d: Drawing) -> StageSpec | None:
     """A boundary condition on an intermediate Func, with explicit bounds."""
     p = d.producer()
     box = ([f"(0, {d.channels})"] if p.ndim == 3 else []) + \
-        [f"(0, {d.size()})" for _ in range(min(p.ndim, 2))]
+        [f"(0, {d.side()})" for _ in range(min(p.ndim, 2))]
     call, outside = _boundary_call(d, p.name, p.dtype, f", bounds=[{', '.join(box)}]")
     value = replace(_with_outside(p.value, outside), src=f"{call}[{_lhs(p.ndim)}]")
     name = d.fresh("s")
@@ -467,13 +486,13 @@ def histogram(d: Drawing) -> StageSpec | None:
     bins, r = d.rng.randint(3, 20), d.fresh("r")
     name = d.fresh("s")
     if d.rng.random() < 0.5:
-        h, w = d.size(12), d.size(12)
+        h, w = d.extent(), d.extent()
         index = _bin_index(d, read(d, p, 2, f"{r}.x", f"{r}.y"), bins)
         lines = [f'{r} = halo.RDom((0, {h}), (0, {w}), name="{r}")', f"{name}[x] = 0",
                  f"{name}[{index}] += 1"]
         value, ndim = Value(name, "int32", 0, h * w), 1
     else:
-        w = d.size(12)
+        w = d.extent()
         index = _bin_index(d, read(d, p, 2, "y", f"{r}.x"), bins)
         lines = [f'{r} = halo.RDom((0, {w}), name="{r}")', f"{name}[y, x] = 0",
                  f"{name}[y, {index}] += 1"]
@@ -488,7 +507,7 @@ def scatter(d: Drawing) -> StageSpec | None:
     stage added up at transposed or folded points (`s[r.y, r.x // 2] += p[r.x, r.y]`),
     sometimes over a triangle of the region."""
     p = d.producer()
-    h, w = d.size(12), d.size(12)
+    h, w = d.extent(), d.extent()
     r, name = d.fresh("r"), d.fresh("s")
     dtype = "float32" if p.value.is_float else "int32"
     # the left side, and how many points of the RDom it sends to one point at most
@@ -541,7 +560,7 @@ def gather(d: Drawing) -> StageSpec | None:
         return None
     q, iv = found
     if d.rng.random() < 0.5:
-        value = read(d, p, p.ndim, f"halo.clamp({iv.src}, 0, {d.size()})")
+        value = read(d, p, p.ndim, f"halo.clamp({iv.src}, 0, {d.side()})")
     else:
         value = read(d, p, p.ndim, xi=f"x + halo.clamp({iv.src} % 5, 0, 4) - 2")
     return d.add("gather", p.ndim, value, _pure(name, p.ndim, value), [p.name, q.name], name)
@@ -550,7 +569,7 @@ def gather(d: Drawing) -> StageSpec | None:
 def matmul(d: Drawing) -> StageSpec | None:
     """A contraction a[y, k] * b[k, x] over an RDom: an update or an inline sum."""
     a, b = d.producer(ndims=(2,)), d.producer(ndims=(2,))
-    k, r = d.size(12), d.fresh("r")
+    k, r = d.extent(), d.fresh("r")
     dtype = "float32" if a.value.is_float or b.value.is_float else "int32"
     av = rv.cast(read(d, a, 2, xi=f"{r}.x"), dtype)
     bv = rv.cast(read(d, b, 2, yi=f"{r}.x"), dtype)
