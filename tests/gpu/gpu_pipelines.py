@@ -254,3 +254,43 @@ PIPELINES.update({
     "narrow_atomic": narrow_atomic,
     "rfactor_rows": rfactor_rows,
 })
+
+
+def unrolled_registers(shape=(7, 11)):
+    """A loop unrolled around a Func computed inside it (the innermost scalar loop, where
+    the inline reduction goes): each unrolled copy declares its own register array, in a
+    scope of its own (`python -m halo.fuzz --target cuda` found them sharing one)."""
+    x, y, xo, xi = halo.vars("x y xo xi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((-2, 5), name="r")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = halo.maximum(inp[y, x + r.x + 2] * halo.cast(halo.float32, r.x))
+    out[y, x] = f[y, x] * 2 + f[y, x + 1]
+    out.gpu_tile(x, xo, xi, 4).gpu_blocks(y)
+    f.compute_at(out, xi).unroll(x)
+    h, w = shape
+    return out, {inp: _image((h, w + 5))}, shape
+
+
+def empty_region(n=9):
+    """A Func computed per block over a region that is empty (an RDom whose `where`
+    holds nowhere): its shared array still has one element, C having no empty arrays."""
+    x, xo, xi, rxo, rxi = halo.vars("x xo xi rxo rxi")
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    r = halo.RDom((0, 1), (0, 4), name="r")
+    r.where(r.y < r.x)
+    g, out = halo.Func("g"), halo.Func("out")
+    g[x] = inp[x] * 2
+    out[x] = x
+    out[r.y] += g[r.x + r.y]
+    out.gpu_tile(x, xo, xi, 8)
+    out.update(0).atomic().split(r.x, rxo, rxi, 4, tail="guard")
+    out.update(0).gpu_blocks(rxo).gpu_threads(rxi)
+    g.compute_at(out.update(0), rxo).gpu_threads(x)
+    return out, {inp: _image((n,), np.int32, -50, 50)}, (n,)
+
+
+PIPELINES.update({
+    "unrolled_registers": unrolled_registers,
+    "empty_region": empty_region,
+})

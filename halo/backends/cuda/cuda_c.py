@@ -261,7 +261,13 @@ class _Emitter:
                 if not isinstance(size, n.Const):
                     raise InternalError(f"buffer {name} inside a kernel has size {size}")
                 shared = "__shared__ " if scope == "shared" else ""
-                self.line(f"{shared}{c_type(t)} {self.names(name)}[{int(size.value)}];")
+                c = self.names(name)
+                if c in self.declared[-1]:  # an unrolled copy's buffer: a scope of its own
+                    self.open("")
+                self.declared[-1].add(c)
+                # (at least one element: C has no zero-sized arrays; an empty region
+                # is never read)
+                self.line(f"{shared}{c_type(t)} {c}[{max(int(size.value), 1)}];")
                 self._stmt(body)
             case n.Evaluate(value=n.Call(name=name)) if name == SYNC_THREADS:
                 self.line("__syncthreads();")
