@@ -4,7 +4,8 @@ end of the run.
 Workers are started with the "spawn" method (libgomp hangs a process forked after a
 parallel kernel ran) and kept for many cases, since starting one costs about a second. A
 worker that dies (a segfault in generated code) is reported as a crash and replaced; one
-that runs past the timeout is killed, reported as a hang, and replaced.
+that runs past the timeout is killed, reported as a hang, and replaced; so is one that
+reports a CUDA error (its GPU context is unusable after one).
 """
 from __future__ import annotations
 
@@ -110,6 +111,8 @@ class WorkerPool:
                         self._replace(w)
                     else:
                         w.case = None
+                        if outcome.kind == CRASH:  # a CUDA error: its GPU context is lost
+                            self._replace(w)
                     yield case, outcome
                 elif w.proc.sentinel in ready:
                     w.proc.join()
