@@ -153,13 +153,13 @@ def rebind_bound_loop(d: GpuDrawer, rng: random.Random) -> Call | None:
                 (x.name,))
 
 
-BOUND_RULES: dict[str, Rule] = {
-    "blocks_inside_kernel": blocks_inside_kernel,
+BOUND_RULES: dict[str, Rule] = {  # (those that apply least often first)
     "threads_inside_threads": threads_inside_threads,
     "vthread_inside_threads": vthread_inside_threads,
     "bind_reduction_loop": bind_reduction_loop,
-    "store_in_wrong_memory": store_in_wrong_memory,
     "shared_memory_overflow": shared_memory_overflow,
+    "blocks_inside_kernel": blocks_inside_kernel,
+    "store_in_wrong_memory": store_in_wrong_memory,
     "rebind_bound_loop": rebind_bound_loop,
 }
 ILLEGAL_GPU_CALLS: dict[str, Rule] = {**UNBOUND_RULES, **BOUND_RULES}
@@ -174,8 +174,12 @@ def illegal_gpu_schedule(pipeline: RandomPipeline, built: BuiltPipeline,
     unbound = pipeline.output.name if rule in UNBOUND_RULES else None
     drawer = gpu_schedule_drawer(pipeline, built, seed, unbound=unbound)
     legal = list(drawer.calls)
-    call = ILLEGAL_GPU_CALLS[rule](drawer, rng)
-    if call is None:
-        rule = "rebind_bound_loop"
-        call = rebind_bound_loop(drawer, rng)
-    return legal + [call], rule
+    if rule in UNBOUND_RULES:
+        return legal + [UNBOUND_RULES[rule](drawer, rng)], rule
+    # the drawn rule, else the others, those that apply least often first (the table's
+    # order; rebind_bound_loop, last, applies to every schedule)
+    for name in [rule, *BOUND_RULES]:
+        call = BOUND_RULES[name](drawer, rng)
+        if call is not None:
+            return legal + [call], name
+    raise AssertionError("rebind_bound_loop applies to every legal GPU schedule")
