@@ -20,7 +20,8 @@ import numpy as np
 
 from halo.backends.cuda.device import cuda_driver
 from halo.errors import InputError
-from halo.runtime.dlpack import DLPackView, is_cuda_dlpack
+from halo.lang.environment import offers_cuda_dlpack
+from halo.runtime.dlpack import DLPackView
 
 # Kernels index buffers with 32-bit integers (GPUs compute them at full speed).
 MAX_ELEMENTS = 2**31 - 1
@@ -81,7 +82,7 @@ def _contiguous_strides(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, .
 
 
 def is_device_array(a: object) -> bool:
-    return hasattr(a, "__cuda_array_interface__") or is_cuda_dlpack(a)
+    return hasattr(a, "__cuda_array_interface__") or offers_cuda_dlpack(a)
 
 
 def device_array(a: object, what: str) -> DeviceArray:

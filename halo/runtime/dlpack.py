@@ -1,6 +1,7 @@
 """GPU arrays that speak only DLPack (`__dlpack__` and `__dlpack_device__`, without
-`__cuda_array_interface__`): the pointer, shape, strides and dtype read from the
-`DLManagedTensor` in the capsule the array hands out.
+`__cuda_array_interface__`; `lang.environment.offers_cuda_dlpack` tells them apart): the
+pointer, shape, strides and dtype read from the `DLManagedTensor` in the capsule the array
+hands out.
 
 The capsule is not consumed (its name stays "dltensor"): the array that made it frees
 the tensor when the capsule is garbage collected, so a caller that keeps the capsule
@@ -13,8 +14,6 @@ import ctypes
 
 import numpy as np
 
-# DLDeviceType values of memory a CUDA kernel can address (kDLCUDA, kDLCUDAManaged).
-CUDA_DEVICES = (2, 13)
 _LEGACY_DEFAULT_STREAM = 1
 # DLDataTypeCode -> the NumPy kind of its dtype (int, uint, float, bool).
 _KINDS = {0: "i", 1: "u", 2: "f", 6: "b"}
@@ -37,17 +36,6 @@ class _DLTensor(ctypes.Structure):
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _get_pointer.restype = ctypes.c_void_p
 _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-
-
-def is_cuda_dlpack(a: object) -> bool:
-    """Whether `a` offers DLPack of memory on a CUDA device."""
-    device = getattr(a, "__dlpack_device__", None)
-    if device is None or not hasattr(a, "__dlpack__"):
-        return False
-    try:
-        return int(device()[0]) in CUDA_DEVICES
-    except Exception:  # noqa: BLE001 - an object that can't say where it lives isn't one
-        return False
 
 
 class DLPackView:

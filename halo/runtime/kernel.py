@@ -16,7 +16,7 @@ from halo import backends
 from halo.errors import InputError
 from halo.ir.types import Type, int32
 from halo.ir.values import checked_origin, checked_region, checked_scalar, checked_shape
-from halo.lang.environment import Environment, bind
+from halo.lang.environment import Environment, bind, check_device_array
 from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
@@ -80,6 +80,9 @@ class Kernel:
         arrays, scalars = bind(env, inputs, **named)
         on_gpu = self.target.kind is TargetKind.CUDA
         arrays = {name: _on_target(a, f"input {name}", on_gpu) for name, a in arrays.items()}
+        for name, a in arrays.items():  # (a DLPack array's type is known only now)
+            if isinstance(a, DeviceArray):
+                check_device_array(env.inputs[name], a.dtype, a.shape)
         for name, a in arrays.items():  # before _addressable copies a view halo can't index
             for i, extent in enumerate(a.shape):
                 checked_scalar(int32, extent, self._describe_scalar(f"{name}.extent.{i}"))

@@ -3,7 +3,8 @@ exporter (host memory, so no GPU is needed): pointer, shape, strides in bytes, d
 import numpy as np
 import pytest
 
-from halo.runtime.dlpack import DLPackView, is_cuda_dlpack
+from halo.lang.environment import offers_cuda_dlpack
+from halo.runtime.dlpack import DLPackView
 
 
 class Exporter:
@@ -35,7 +36,7 @@ def test_a_dtype_halo_has_no_type_for_is_a_problem():
 
 def test_only_cuda_memory_counts_as_a_gpu_array():
     a = np.zeros(3, np.float32)
-    assert not is_cuda_dlpack(a)                       # NumPy: host memory
-    assert is_cuda_dlpack(Exporter(a, (2, 0)))         # kDLCUDA
-    assert is_cuda_dlpack(Exporter(a, (13, 0)))        # kDLCUDAManaged
-    assert not is_cuda_dlpack(Exporter(a, (1, 0)))     # kDLCPU
+    assert not offers_cuda_dlpack(a)                       # NumPy: host memory
+    assert offers_cuda_dlpack(Exporter(a, (2, 0)))         # kDLCUDA
+    assert offers_cuda_dlpack(Exporter(a, (13, 0)))        # kDLCUDAManaged
+    assert not offers_cuda_dlpack(Exporter(a, (1, 0)))     # kDLCPU
