@@ -290,7 +290,24 @@ def empty_region(n=9):
     return out, {inp: _image((n,), np.int32, -50, 50)}, (n,)
 
 
+def producer_at_outer_thread_loop(shape=(13, 29)):
+    """A Func computed at the outer of two thread loops (between them): every thread of
+    the inner loop computes it, and the two loops stay the block's y and x axes
+    (`python -m halo.fuzz --target cuda` found the inner one on the same axis as the
+    outer, so only the first thread of each row ran)."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = inp[y, x] * 3 + 1
+    out[y, x] = f[y, x] + f[y, x + 1] * 2
+    out.gpu_tile(y, x, yo, xo, yi, xi, 4, 8, tail="guard")
+    f.compute_at(out, yi)
+    h, w = shape
+    return out, {inp: _image((h, w + 1))}, shape
+
+
 PIPELINES.update({
+    "producer_at_outer_thread_loop": producer_at_outer_thread_loop,
     "unrolled_registers": unrolled_registers,
     "empty_region": empty_region,
 })
