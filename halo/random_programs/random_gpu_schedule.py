@@ -196,27 +196,32 @@ def _atomic_allowed(drawer: GpuDrawer, st: StageState) -> bool:
         st.record.rfactor is None
 
 
-def _tail(st: StageState, rng: random.Random, pure: bool = True) -> tuple:
+def _tail(st: StageState, rng: random.Random, pure: bool = True,
+          round_up: bool = True) -> tuple:
+    """A tail strategy for a split of the stage (`round_up`: whole tiles allowed, not
+    for the output, nor a copy of an input, whose whole tiles would read past it)."""
     tails = ["auto", "guard"]
     if st.pure_stage and pure:
         tails.append("shift_inwards")
-        if not st.is_output:
+        if round_up and not st.is_output:
             tails.append("round_up")
     tail = rng.choice(tails)
     return () if tail == "auto" else (("tail", tail),)
 
 
 def _split(drawer: GpuDrawer, st: StageState, name: str, factor: int, rng: random.Random,
-           pure: bool = True) -> tuple[str, str]:
+           pure: bool = True, round_up: bool = True) -> tuple[str, str]:
     outer, inner = st.fresh(name, "o"), st.fresh(name, "i")
-    drawer.emit(Call(st.ref(), "split", (name, outer, inner, factor), _tail(st, rng, pure)))
+    drawer.emit(Call(st.ref(), "split", (name, outer, inner, factor),
+                     _tail(st, rng, pure, round_up)))
     if name in st.extents:
         st.extents[outer] = -(-st.extents[name] // factor)
     st.extents[inner] = factor
     return outer, inner
 
 
-def _bind_kernel(drawer: GpuDrawer, st: StageState, rng: random.Random) -> None:
+def _bind_kernel(drawer: GpuDrawer, st: StageState, rng: random.Random,
+                 round_up: bool = True) -> None:
     """Bind blocks (and usually threads) of a stage that is a kernel of its own."""
     pure = _pure_dims(st)
     names = st.record.dim_names()
@@ -236,16 +241,17 @@ def _bind_kernel(drawer: GpuDrawer, st: StageState, rng: random.Random) -> None:
     if shape == "tile2" and y is not None:
         ty, tx = rng.choice(THREAD_FACTORS[:7]), rng.choice(THREAD_FACTORS)
         new = [st.fresh(y, "o"), st.fresh(x, "o"), st.fresh(y, "i"), st.fresh(x, "i")]
-        drawer.emit(Call(st.ref(), "gpu_tile", (y, x, *new, ty, tx), _tail(st, rng)))
+        drawer.emit(Call(st.ref(), "gpu_tile", (y, x, *new, ty, tx),
+                         _tail(st, rng, round_up=round_up)))
         st.extents.update({new[2]: ty, new[3]: tx})
     elif shape in ("tile1", "tile2"):
         t = rng.choice(THREAD_FACTORS + (64, 128))
         xo, xi = st.fresh(x, "o"), st.fresh(x, "i")
-        drawer.emit(Call(st.ref(), "gpu_tile", (x, xo, xi, t), _tail(st, rng)))
+        drawer.emit(Call(st.ref(), "gpu_tile", (x, xo, xi, t), _tail(st, rng, round_up=round_up)))
         st.extents[xi] = t
     elif shape == "vthread":
         v, t = rng.choice((2, 3, 4)), rng.choice(THREAD_FACTORS[:8])
-        xo, xi = _split(drawer, st, x, v * t, rng)
+        xo, xi = _split(drawer, st, x, v * t, rng, round_up=round_up)
         xv, xt = st.fresh(x, "v"), st.fresh(x, "t")
         drawer.emit(Call(st.ref(), "split", (xi, xv, xt, t)))
         st.extents.update({xv: v, xt: t})
@@ -255,7 +261,8 @@ def _bind_kernel(drawer: GpuDrawer, st: StageState, rng: random.Random) -> None:
     elif shape == "blocks":
         drawer.emit(Call(st.ref(), "gpu_blocks", (x,)))
     else:  # blocks over tiles whose inside stays serial, run by the block's first thread
-        xo, _ = _split(drawer, st, x, rng.choice(SERIAL_FACTORS), rng)
+        xo, _ = _split(drawer, st, x, rng.choice(SERIAL_FACTORS), rng,
+                       round_up=round_up)
         drawer.emit(Call(st.ref(), "gpu_blocks", (xo,)))
     _more_blocks(drawer, st, rng)
 
@@ -314,15 +321,14 @@ def _bind_block(drawer: GpuDrawer, st: StageState, rng: random.Random) -> None:
             return
         ty, tx = rng.choice(THREAD_FACTORS[:7]), rng.choice(THREAD_FACTORS[:7])
         new = [st.fresh(y, "o"), st.fresh(x, "o"), st.fresh(y, "i"), st.fresh(x, "i")]
-        tail = _tail(st, rng)
-        tail = () if tail == (("tail", "round_up"),) else tail
-        drawer.emit(Call(st.ref(), "tile", (y, x, *new, ty, tx), tail))
+        drawer.emit(Call(st.ref(), "tile", (y, x, *new, ty, tx),
+                         _tail(st, rng, round_up=False)))
         st.extents.update({new[2]: ty, new[3]: tx})
         drawer.emit(Call(st.ref(), "gpu_threads", (new[2], new[3])))
     elif rng.random() < 0.5:
         drawer.emit(Call(st.ref(), "gpu_threads", (x,)))
     else:
-        _, xi = _split(drawer, st, x, rng.choice(THREAD_FACTORS), rng)
+        _, xi = _split(drawer, st, x, rng.choice(THREAD_FACTORS), rng, round_up=False)
         drawer.emit(Call(st.ref(), "gpu_threads", (xi,)))
 
 
@@ -438,4 +444,5 @@ def _cache_reads(drawer: GpuDrawer, placer: Placer, rng: random.Random) -> None:
         drawer.emit(Call(StageRef(src), "cache_read", ("global",), result=new))
         drawer.emit(Call(StageRef(new), "compute_root"))
         drawer.levels[new] = KERNEL
-        _bind_kernel(drawer, StageState(drawer.built.funcs[new], 0, False, {}), rng)
+        _bind_kernel(drawer, StageState(drawer.built.funcs[new], 0, False, {}), rng,
+                     round_up=src in drawer.built.funcs)
