@@ -306,7 +306,24 @@ def producer_at_outer_thread_loop(shape=(13, 29)):
     return out, {inp: _image((h, w + 1))}, shape
 
 
+def producer_in_vthread(shape=(5, 61)):
+    """A Func in shared memory computed at a vthread loop, with thread loops of its own
+    whose extent differs from copy to copy (the last tile is clipped): they run as long as
+    the longest copy, each copy guarded, and stay the block's y and x axes."""
+    x, y, xo, xi, xv, xt = halo.vars("x y xo xi xv xt")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = inp[y, x + 1] * 2
+    out[y, x] = f[y, x - 1] + f[y + 1, x] * 3 + f[y, x + 1]
+    out.split(x, xo, xi, 28, tail="guard").split(xi, xv, xt, 7)
+    out.gpu_blocks(y, xo).vthread(xv).gpu_threads(xt)
+    f.compute_at(out, xv).gpu_threads(y, x)
+    h, w = shape
+    return out, {inp: _image((h + 1, w + 2))}, shape
+
+
 PIPELINES.update({
+    "producer_in_vthread": producer_in_vthread,
     "producer_at_outer_thread_loop": producer_at_outer_thread_loop,
     "unrolled_registers": unrolled_registers,
     "empty_region": empty_region,
