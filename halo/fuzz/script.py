@@ -33,10 +33,9 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
     algorithm = pipeline.source().split("\n", 2)[2].rstrip().splitlines()
     out, shape = pipeline.output.name, pipeline.output_shape
     box = f"{shape}, inputs=inputs, origin={pipeline.output_origin}"
-    if case.target != "host":
-        box += f", target={case.target!r}"
+    on = "" if case.target == "host" else f", target={case.target!r}"
     run = f'compile(halo.Target("cuda", arch="{PTX_ARCH}"))' if case.compile_only else \
-        f"realize({box})"
+        f"realize({box}{on})"
     body = algorithm + [""]
     schedule = declare_loops(calls) + [c.source() for c in calls]
     if case.compile_only and case.legal:
@@ -45,7 +44,7 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
                             "assert not problem, problem"]
     elif case.legal:
         body += schedule + [""] + _inputs_source(pipeline) + [
-            f"got = {out}.realize({box})",
+            f"got = {out}.{run}",
             f"want = halo.reference({out}, {box})"]
         if pipeline.output.value.is_float:
             atol = float(tolerance(pipeline, np.zeros(1))[0])
