@@ -144,3 +144,12 @@ def test_a_gpu_case_script_names_its_target():
                           Outcome(OK))
     assert "target='cuda')" in running.split("got = ")[1].splitlines()[0]
     assert "target" not in running.split("want = ")[1].splitlines()[0]
+
+
+def test_the_command_line_refuses_to_run_gpu_pairs_without_a_gpu(monkeypatch, capsys):
+    from halo.fuzz import __main__ as cli
+    monkeypatch.setattr(cli, "_cuda_problem", lambda: "no CUDA device")
+    assert cli.main(["--target", "cuda", "--pairs", "1", "--no-progress"]) == 2
+    assert "--compile-only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["--compile-only", "--pairs", "1"])
