@@ -21,9 +21,10 @@ and the placement decides the level its stages run at and so what they may bind:
 
 Loops inside a stage's thread loops (or every loop of a Func at thread level) may then be
 split, unrolled and vectorized. Inline reductions are left where lowering puts them or
-placed like any Func; inputs and root Funcs may get a `cache_read` into shared memory at
-a reader's block loop (or a root copy), and kernels a `cache_write` into registers or
-shared memory.
+placed like any Func (always, where lowering would put them at root, which needs
+blocks; a Func calling a reduction the schedule can't name is never inlined); inputs
+and root Funcs may get a `cache_read` into shared memory at a reader's block loop (or a
+root copy), and kernels a `cache_write` into registers or shared memory.
 
 `unbound` names a kernel-level Func whose first stage is left without a GPU binding:
 `illegal_gpu_schedule` ends such a schedule with the call that breaks a GPU rule.
@@ -95,7 +96,9 @@ def gpu_schedule_drawer(pipeline: RandomPipeline, built: BuiltPipeline, seed: in
             _schedule_func(drawer, placer, spec.name, rng, cache_write=True)
         placer.env = Environment.of([built.output])
         for red in spec.reductions:
-            if rng.random() < 0.4 and drawer.built.funcs[red].args:
+            # (left where lowering puts it unless that is at root, which needs blocks)
+            if (rng.random() < 0.4 or placer.placement(red) == "root") and \
+                    drawer.built.funcs[red].args:
                 _place(drawer, placer, red, rng)
                 _schedule_func(drawer, placer, red, rng)
     _cache_reads(drawer, placer, rng)
@@ -126,8 +129,8 @@ def _place(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Random) -> 
     ref = StageRef(name)
     sites = [(r, v, level) for r, v, _ in placer.sites(name)
              if (level := site_level(placer, r, v)) is not None]
-    options = ["root"] + (["inline"] if len(f.definitions) == 1 else []) + \
-        (["at", "at"] if sites else [])
+    inline = len(f.definitions) == 1 and not _calls_unnamed_reduction(drawer, f)
+    options = ["root"] + (["inline"] if inline else []) + (["at", "at"] if sites else [])
     choice = rng.choice(options)
     if choice == "inline":
         if rng.random() < 0.3:
@@ -145,6 +148,15 @@ def _place(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Random) -> 
     drawer.levels[name] = level
     if rng.random() < STORE_IN_RATE:
         drawer.emit(Call(ref, "store_in", (SCOPE_OF_LEVEL[level],)))
+
+
+def _calls_unnamed_reduction(drawer: GpuDrawer, f) -> bool:
+    """Whether `f` calls an inline reduction the schedule can't name (`halo.sum(...)`
+    without `name=`): inlined into several users, lowering would compute it at root,
+    where on a GPU it would need block loops no call can give it."""
+    return any(getattr(g, "schedule", None) is not None and g.schedule.inline_reduction
+               and g.name not in drawer.built.funcs
+               for d in f.definitions for g in d.deps)
 
 
 # ------------------------------------------------------------------ stages and loops
