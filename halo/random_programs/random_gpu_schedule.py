@@ -128,7 +128,8 @@ def _place(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Random) -> 
     f = drawer.built.funcs[name]
     ref = StageRef(name)
     sites = [(r, v, level) for r, v, _ in placer.sites(name)
-             if (level := site_level(placer, r, v)) is not None]
+             if (level := site_level(placer, r, v)) is not None
+             and not (level == BLOCK and _outside_a_block_loop(drawer, r, v))]
     inline = len(f.definitions) == 1 and not _calls_unnamed_reduction(drawer, f)
     options = ["root"] + (["inline"] if inline else []) + (["at", "at"] if sites else [])
     choice = rng.choice(options)
@@ -148,6 +149,15 @@ def _place(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Random) -> 
     drawer.levels[name] = level
     if rng.random() < STORE_IN_RATE:
         drawer.emit(Call(ref, "store_in", (SCOPE_OF_LEVEL[level],)))
+
+
+def _outside_a_block_loop(drawer: GpuDrawer, ref: StageRef, var: str) -> bool:
+    """Whether loop `var` of stage `ref` encloses one of its block loops: a Func computed
+    there would cover a whole row of blocks, a region of run-time size that no shared
+    buffer can hold (legal, but always refused)."""
+    dims = drawer.built.funcs[ref.func].schedule.stages[ref.stage].dims
+    names = [d.name for d in dims]
+    return any(d.kind is ForKind.GPU_BLOCK for d in dims[names.index(var) + 1:])
 
 
 def _calls_unnamed_reduction(drawer: GpuDrawer, f) -> bool:
