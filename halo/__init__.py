@@ -65,6 +65,7 @@ from halo.lang import (
                          vars,
 )
 from halo.reference import reference
+from halo.runtime.device_arrays import DeviceArray
 from halo.target import Target
 from halo.version import __version__
 
@@ -75,6 +76,7 @@ __all__ = [
     "ImageParam", "Param", "RDom", "RVar", "Stage", "Var", "abs", "boundary", "cast", "ceil",
     "clamp", "cos", "exp", "floor", "log", "max", "maximum", "min", "minimum", "pow",
     "product", "round", "select", "sin", "sqrt", "sum", "tanh", "vars", "Pipeline", "Target",
+    "DeviceArray",
     "reference", "schedule_source", "Intrinsic", "NameScope", "__version__", "autoschedule",
     "apply_best",
 ]

@@ -5,7 +5,8 @@ Workers are started with the "spawn" method (libgomp hangs a process forked afte
 parallel kernel ran) and kept for many tasks, since starting one costs about a second. A
 worker that dies (a segfault in generated code) gives its task a `WorkerFailure` of kind
 `CRASH` and is replaced; one that runs past the timeout is killed, its task a `HANG`, and
-replaced.
+replaced. So is one whose result says its process is unusable (`replace_if`: a CUDA error
+leaves the worker's GPU context broken).
 
 A task that must wait its turn for something other workers hold (the host's timing lock)
 says so with `with waiting():`; its timeout stops while it waits and starts again when
@@ -92,12 +93,15 @@ class _Worker:
 class WorkerPool:
     """`jobs` worker processes running `task` (a picklable function of one argument);
     `run(items)` yields (item, result or WorkerFailure) as they finish. `env` holds
-    environment variables set in each worker unless already set."""
+    environment variables set in each worker unless already set; a worker whose result
+    satisfies `replace_if` is replaced after giving it."""
 
     def __init__(self, jobs: int, task: Callable, timeout_s: float = 120.0,
-                 env: dict[str, str] | None = None):
+                 env: dict[str, str] | None = None,
+                 replace_if: Callable[[object], bool] | None = None):
         self.ctx = mp.get_context("spawn")
         self.task, self.env = task, dict(env or {})
+        self.replace_if = replace_if
         self.timeout_s = timeout_s
         self.workers = [self._new_worker() for _ in range(max(1, jobs))]
 
@@ -157,6 +161,8 @@ class WorkerPool:
                         continue
                     if kind == _RESULT:
                         w.busy, w.item = False, None
+                        if self.replace_if is not None and self.replace_if(value):
+                            self._replace(w)
                         yield item, value
                     else:
                         w.started = None if kind == _WAITING else time.monotonic()

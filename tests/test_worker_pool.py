@@ -1,11 +1,12 @@
 """`halo.worker_pool`: results come back as tasks finish; a worker that dies or works past
 the timeout gives its task a WorkerFailure and is replaced; waiting for a turn
-(`waiting()`) does not count against the timeout; the host's timing lock lets one task
+(`waiting()`) does not count against the timeout; a worker whose result says it is
+unusable (`replace_if`) is replaced; the host's timing lock lets one task
 time at a time."""
 from __future__ import annotations
 
 from halo.worker_pool import CRASH, HANG, WorkerFailure, WorkerPool
-from tests.worker_tasks import die, timed_interval, wait_then_answer, work
+from tests.worker_tasks import die, pid, timed_interval, wait_then_answer, work
 
 
 def test_results_failures_and_replaced_workers():
@@ -30,3 +31,12 @@ def test_timing_turns_do_not_overlap():
     assert len(intervals) == 3
     for (_, end), (start, _) in zip(intervals, intervals[1:], strict=False):
         assert end <= start
+
+
+def test_a_worker_whose_result_says_so_is_replaced():
+    with WorkerPool(1, pid, timeout_s=30.0) as pool:
+        first, second = (p for _, p in pool.run(["a", "b"]))
+        assert first == second  # kept between tasks
+    with WorkerPool(1, pid, timeout_s=30.0, replace_if=lambda _: True) as pool:
+        first, second = (p for _, p in pool.run(["a", "b"]))
+        assert first != second

@@ -31,3 +31,7 @@ def timed_interval(seconds: float) -> tuple[float, float]:
         start = time.monotonic()
         time.sleep(seconds)
         return start, time.monotonic()
+
+
+def pid(_: object) -> int:
+    return os.getpid()

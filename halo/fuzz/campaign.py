@@ -17,6 +17,7 @@ from halo.fuzz.check import (
     MISMATCH,
     OK,
     REJECTED,
+    UNFIT,
     Case,
     Outcome,
 )
@@ -27,14 +28,17 @@ from halo.fuzz.workers import WorkerPool
 SCHEDULES_PER_PROGRAM = 3
 
 
-def case_stream(seed: int, illegal_fraction: float = 0.2, start: int = 0) -> Iterator[Case]:
+def case_stream(seed: int, illegal_fraction: float = 0.2, start: int = 0,
+                target: str = "host", compile_only: bool = False) -> Iterator[Case]:
     """Cases of a campaign: pair i uses program `seed * 10**6 + i // 3` and schedule i;
-    every k-th pair (k = 1 / illegal_fraction) is illegal."""
+    every k-th pair (k = 1 / illegal_fraction) is illegal. Schedules for `target`
+    ("cuda": GPU schedules; `compile_only`: compiled to PTX, not run)."""
     every = round(1 / illegal_fraction) if illegal_fraction > 0 else 0
     i = start
     while True:
         legal = not (every and i % every == every - 1)
-        yield Case(seed * 10**6 + i // SCHEDULES_PER_PROGRAM, seed * 10**6 + i, legal)
+        yield Case(seed * 10**6 + i // SCHEDULES_PER_PROGRAM, seed * 10**6 + i, legal,
+                   target=target, compile_only=compile_only)
         i += 1
 
 
@@ -70,7 +74,8 @@ class Summary:
             f"({legal} legal schedules, {illegal} illegal)",
             f"  legal:   ok {c[True, OK]}, mismatches {c[True, MISMATCH]}, internal errors "
             f"{c[True, INTERNAL]}, crashes {c[True, CRASH]}, hangs {c[True, HANG]}, "
-            f"rejected (HaloError) {c[True, REJECTED]}",
+            f"rejected (HaloError) {c[True, REJECTED]}"
+            + (f", unfit for the GPU's limits {c[True, UNFIT]}" if c[True, UNFIT] else ""),
             f"  illegal: raised HaloError {c[False, OK]}, accepted {c[False, ACCEPTED]}, "
             f"internal errors {c[False, INTERNAL]}, crashes {c[False, CRASH]}, hangs "
             f"{c[False, HANG]}",
@@ -87,12 +92,13 @@ def run_campaign(seed: int, pairs: int | None, seconds: float | None, jobs: int 
                  start: int = 0,
                  illegal_fraction: float = 0.2, timeout_s: float = 120.0,
                  out_dir: str = "fuzz_failures", shrink_failures: bool = True,
-                 progress: bool = True) -> Summary:
+                 progress: bool = True, target: str = "host",
+                 compile_only: bool = False) -> Summary:
     """Run pairs `start`, `start + 1`, ... of the campaign `seed` until `pairs` were tried
     or `seconds` passed, then shrink and write out the failures."""
     summary = Summary(seed)
     began = time.monotonic()
-    stream = case_stream(seed, illegal_fraction, start)
+    stream = case_stream(seed, illegal_fraction, start, target, compile_only)
 
     def cases() -> Iterator[Case]:
         for n, case in enumerate(stream):

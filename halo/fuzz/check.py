@@ -3,9 +3,11 @@
 A `Case` names a pair by seeds (the pipeline's and the schedule's), whether the schedule
 is legal or illegal, and optionally a smaller version of it (a stage as the output and a
 subset of the schedule's calls), as the shrinker makes them. `run_case` compiles the pair
-with the LLVM backend, runs it, and compares with `halo.reference`: integers exactly,
+for the case's target (the LLVM backend on the host; CUDA kernels for `target="cuda"`,
+with a GPU schedule), runs it, and compares with `halo.reference`: integers exactly,
 floats within a tolerance derived from the error bound the generator tracked (how much
-any legal order of float operations may change the result).
+any legal order of float operations may change the result). A `compile_only` CUDA case
+needs no GPU: its CUDA C is compiled by nvcc to PTX (`ptx.py`) and not run.
 """
 from __future__ import annotations
 
@@ -16,22 +18,34 @@ from dataclasses import dataclass
 import numpy as np
 
 from halo.errors import HaloError, InternalError
+from halo.fuzz.ptx import PTX_ARCH, ptx_problem
+from halo.random_programs.illegal_gpu_schedule import illegal_gpu_schedule
 from halo.random_programs.illegal_schedule import illegal_schedule
 from halo.random_programs.pipeline_spec import RandomPipeline
+from halo.random_programs.random_gpu_schedule import random_gpu_schedule
 from halo.random_programs.random_pipeline import random_pipeline
 from halo.random_programs.random_schedule import apply_schedule, random_schedule
 from halo.reference import reference
 from halo.schedule.calls import Call, StageRef
+from halo.target import Target
 
 PLACEMENT_CALLS = ("compute_at", "compute_root", "compute_inline", "store_at", "store_root",
                    "store_in")
 
 # Outcome kinds. For legal schedules: ok, mismatch, internal (InternalError or another
-# exception from inside halo), rejected (a HaloError); for illegal ones: ok (a HaloError),
-# accepted (no error). Crashes and hangs are seen by the process running the case.
-OK, MISMATCH, INTERNAL, REJECTED, ACCEPTED, CRASH, HANG = (
-    "ok", "mismatch", "internal", "rejected", "accepted", "crash", "hang")
+# exception from inside halo), rejected (a HaloError), unfit (a GPU schedule refused for
+# a resource limit, below); for illegal ones: ok (a HaloError), accepted (no error).
+# Crashes and hangs are seen by the process running the case (a CUDA error is a crash:
+# the GPU context is lost with it).
+OK, MISMATCH, INTERNAL, REJECTED, ACCEPTED, CRASH, HANG, UNFIT = (
+    "ok", "mismatch", "internal", "rejected", "accepted", "crash", "hang", "unfit")
 BUGS = (MISMATCH, INTERNAL, REJECTED, ACCEPTED, CRASH, HANG)
+# The refusals of a GPU schedule that the draw can't foresee without bounds inference:
+# a region (of a buffer in shared memory or registers, or of a thread loop) that no
+# constant bounds, a block of more than 1024 threads, more shared memory than a block
+# holds. A legal GPU case refused with one of them is unfit, not a bug.
+GPU_LIMITS = ("needs a constant size", "which halo can't bound by a constant",
+              "a block has at most", "bytes of shared memory")
 
 
 @dataclass(frozen=True)
@@ -41,10 +55,13 @@ class Case:
     legal: bool = True
     output: str | None = None               # a stage to make the output (shrinking)
     keep: tuple[int, ...] | None = None     # indices of the calls to keep (shrinking)
+    target: str = "host"                    # "host" or "cuda" (a GPU schedule)
+    compile_only: bool = False              # cuda: nvcc to PTX, no GPU, no run
 
     def label(self) -> str:
         kind = "legal" if self.legal else "illegal"
-        return f"program {self.program_seed} schedule {self.schedule_seed} ({kind})"
+        on = "" if self.target == "host" else f", {self.target}"
+        return f"program {self.program_seed} schedule {self.schedule_seed} ({kind}{on})"
 
 
 @dataclass(frozen=True)
@@ -62,6 +79,10 @@ def full_schedule(case: Case, pipeline: RandomPipeline) -> tuple[list[Call], str
     """The calls drawn for the case's whole pipeline (and the rule an illegal one
     breaks)."""
     built = pipeline.build()
+    if case.target == "cuda":
+        if case.legal:
+            return random_gpu_schedule(pipeline, built, case.schedule_seed), ""
+        return illegal_gpu_schedule(pipeline, built, case.schedule_seed)
     if case.legal:
         return random_schedule(pipeline, built, case.schedule_seed), ""
     return illegal_schedule(pipeline, built, case.schedule_seed)
@@ -155,18 +176,32 @@ def run_case(case: Case) -> Outcome:
     inputs = {built.params[k]: v for k, v in arrays.items()}
     try:
         apply_schedule(calls, built)
-        got = built.output.realize(pipeline.output_shape, inputs=inputs,
-                                   origin=pipeline.output_origin)
+        if case.compile_only:
+            kernel = built.output.compile(target=Target("cuda", arch=PTX_ARCH))
+            problem = ptx_problem(kernel.function.cuda_source)
+            if problem:
+                return Outcome(INTERNAL, f"nvcc -ptx refused the CUDA C: {problem}", rule)
+        else:
+            got = built.output.realize(pipeline.output_shape, inputs=inputs,
+                                       target=case.target, origin=pipeline.output_origin)
     except HaloError as e:
-        return Outcome(OK if not case.legal else REJECTED, f"{type(e).__name__}: {e}", rule)
+        detail = f"{type(e).__name__}: {e}"
+        if not case.legal:
+            return Outcome(OK, detail, rule)
+        unfit = case.target == "cuda" and any(limit in str(e) for limit in GPU_LIMITS)
+        return Outcome(UNFIT if unfit else REJECTED, detail, rule)
     except InternalError as e:
         return Outcome(INTERNAL, f"InternalError: {e}", rule)
     except Exception as e:  # noqa: BLE001 - any other exception from halo is a bug in it
+        if type(e).__module__.startswith("pycuda"):  # the GPU context is lost with it
+            return Outcome(CRASH, f"CUDA error: {type(e).__name__}: {e}", rule)
         return Outcome(INTERNAL, f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=-4)}",
                        rule)
     if not case.legal:
         return Outcome(ACCEPTED, f"the illegal call {calls[-1].source()} raised no error",
                        rule)
+    if case.compile_only:
+        return Outcome(OK)
     want = reference(pipeline.build().output, pipeline.output_shape,
                      inputs={k: v for k, v in arrays.items()}, origin=pipeline.output_origin)
     problem = compare(pipeline, got, want)

@@ -2,7 +2,8 @@
 
 The script defines the algorithm, applies the schedule, draws the same inputs, and checks
 the compiled result against `halo.reference` (legal schedules) or that halo raises a
-`HaloError` (illegal ones). Run it with `python script.py` or collect it with pytest.
+`HaloError` (illegal ones); a case of `--target cuda --compile-only` checks that its CUDA
+C compiles to PTX. Run it with `python script.py` or collect it with pytest.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import textwrap
 import numpy as np
 
 from halo.fuzz.check import Case, Outcome, case_program, tolerance
+from halo.fuzz.ptx import PTX_ARCH
 from halo.schedule.calls import declare_loops
 
 
@@ -31,11 +33,18 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
     algorithm = pipeline.source().split("\n", 2)[2].rstrip().splitlines()
     out, shape = pipeline.output.name, pipeline.output_shape
     box = f"{shape}, inputs=inputs, origin={pipeline.output_origin}"
+    on = "" if case.target == "host" else f", target={case.target!r}"
+    run = f'compile(halo.Target("cuda", arch="{PTX_ARCH}"))' if case.compile_only else \
+        f"realize({box}{on})"
     body = algorithm + [""]
     schedule = declare_loops(calls) + [c.source() for c in calls]
-    if case.legal:
+    if case.compile_only and case.legal:
+        body += schedule + ["", f"kernel = {out}.{run}",
+                            "problem = ptx_problem(kernel.function.cuda_source)",
+                            "assert not problem, problem"]
+    elif case.legal:
         body += schedule + [""] + _inputs_source(pipeline) + [
-            f"got = {out}.realize({box})",
+            f"got = {out}.{run}",
             f"want = halo.reference({out}, {box})"]
         if pipeline.output.value.is_float:
             atol = float(tolerance(pipeline, np.zeros(1))[0])
@@ -45,7 +54,7 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
     else:
         body += schedule[:-1] + [""] + _inputs_source(pipeline) + [
             "try:", f"    {schedule[-1]}",
-            f"    {out}.realize({box})",
+            f"    {out}.{run}",
             "except halo.HaloError:", "    return",
             f'raise AssertionError("the illegal call ({rule}) was accepted")']
     detail = textwrap.indent(textwrap.fill(outcome.detail.splitlines()[0] if outcome.detail
@@ -53,6 +62,7 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
     header = (f'"""{outcome.kind}: {case.label()}, found by `python -m halo.fuzz`.\n\n'
               f"{detail}\n\"\"\"")
     return "\n".join([
-        header, "import numpy as np", "", "import halo", "", "",
+        header, "import numpy as np", "", "import halo",
+        *(["from halo.fuzz.ptx import ptx_problem"] if case.compile_only else []), "", "",
         f"def test_{name}():", textwrap.indent("\n".join(body), "    "), "", "",
         'if __name__ == "__main__":', f"    test_{name}()", ""])

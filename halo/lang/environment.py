@@ -128,9 +128,25 @@ def bind(env: Environment, inputs: dict | None, **named) -> tuple[dict[str, np.n
     return arrays, scalars
 
 
+def offers_cuda_dlpack(value: object) -> bool:
+    """Whether `value` offers DLPack of memory on a CUDA device (kDLCUDA,
+    kDLCUDAManaged)."""
+    device = getattr(value, "__dlpack_device__", None)
+    if device is None or not hasattr(value, "__dlpack__"):
+        return False
+    try:
+        return int(device()[0]) in (2, 13)
+    except Exception:  # noqa: BLE001 - an object that can't say where it lives isn't one
+        return False
+
+
 def _check_array(inp: ImageParam | Buffer, value: object) -> np.ndarray:
     if hasattr(value, "__cuda_array_interface__"):  # a GPU array (PyTorch, CuPy, PyCUDA)
-        return _check_device_array(inp, value)
+        interface = value.__cuda_array_interface__
+        check_device_array(inp, np.dtype(interface["typestr"]), tuple(interface["shape"]))
+        return value
+    if offers_cuda_dlpack(value):  # a GPU array that offers only DLPack: its dtype and
+        return value               # rank are checked when the runtime reads it
     if not isinstance(value, np.ndarray):
         raise InputError(f"input {inp.name} must be a NumPy array, got {type(value).__name__}")
     if isinstance(value, np.ma.MaskedArray):
@@ -144,15 +160,13 @@ def _check_array(inp: ImageParam | Buffer, value: object) -> np.ndarray:
     return value
 
 
-def _check_device_array(inp: ImageParam | Buffer, value: object):
-    """A GPU array's dtype and rank, from its `__cuda_array_interface__`; it is passed
-    on unchanged (only a pipeline for target 'cuda' takes it)."""
-    interface = value.__cuda_array_interface__
-    dtype, shape = np.dtype(interface["typestr"]), tuple(interface["shape"])
+def check_device_array(inp: ImageParam | Buffer, dtype: np.dtype,
+                       shape: tuple[int, ...]) -> None:
+    """Refuse a GPU array of the wrong dtype or rank for `inp` (the array is passed on
+    unchanged: only a pipeline for target 'cuda' takes it)."""
     if dtype != inp.dtype.numpy:
         raise InputError(f"input {inp.name} is a GPU array of dtype {dtype} but the pipeline "
                          f"expects {inp.dtype}; convert it on the device first")
     if len(shape) != inp.ndim:
         raise InputError(f"input {inp.name} is a GPU array of {len(shape)} dimension(s), "
                          f"shape {shape}, but the pipeline expects {inp.ndim}")
-    return value

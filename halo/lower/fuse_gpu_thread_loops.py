@@ -30,9 +30,9 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
-from halo.ir.substitute import expand_lets
+from halo.ir.substitute import expand_lets, var_names
 from halo.ir.types import Type, bool_, int32
-from halo.ir.visitor import IRMutator, walk
+from halo.ir.visitor import IRMutator, rewrite, walk
 from halo.lower.context import LowerContext
 from halo.lower.gpu_levels import loop_func
 from halo.schedule.records import stage_label
@@ -171,7 +171,41 @@ class _Kernels(_SeesLets):
     def visit_For(self, loop: n.For) -> n.Stmt:
         if loop.kind is not n.ForKind.GPU_BLOCK:
             return self.mutate_children(loop)
-        return _Fuse(loop, dict(self.lets)).kernel()
+        return _Fuse(_JoinThreadNests().mutate(loop), dict(self.lets)).kernel()
+
+
+class _JoinThreadNests(IRMutator):
+    """The thread loops of one stage as one nest again where code sits between them (a
+    Func computed at an outer thread loop, lets, the branches of a partitioned tail):
+    that code runs in every thread of the inner loops, so the inner thread loop (the
+    same loop in every branch) moves out around it,
+    `for ty: {S; for tx: B}` -> `for ty: for tx: {S; B}`."""
+
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        loop = self.mutate_children(loop)
+        if loop.kind is not n.ForKind.GPU_THREAD or isinstance(loop.body, n.For):
+            return loop
+        stage = loop_func(loop.name)
+        inner: list[n.For] = []
+
+        def find(x: n.Stmt) -> None:
+            if isinstance(x, n.For) and x.kind is n.ForKind.GPU_THREAD and \
+                    loop_func(x.name) == stage:
+                inner.append(x)
+                return
+            for child in _stmt_children(x):
+                find(child)
+        find(loop.body)
+        if not inner or len({(t.name, t.min, t.extent) for t in inner}) != 1:
+            return loop
+        t = inner[0]
+        bound_inside = {x.name for x in walk(loop.body)
+                        if isinstance(x, (n.LetStmt, n.For, n.Allocate))}
+        if (var_names(t.min) | var_names(t.extent)) & bound_inside:
+            return loop
+        body = rewrite(loop.body, lambda x: x.body if any(x is i for i in inner) else None)
+        return n.For(loop.name, loop.min, loop.extent, loop.kind,
+                     n.For(t.name, t.min, t.extent, t.kind, body))
 
 
 class _Fuse:

@@ -2,8 +2,9 @@
 replicated, interleaved code inside each thread.
 
 `for v in vthread(N): S` is pushed as deep into S as it can go: through loops and branches
-that don't depend on v (thread loops included, so the block keeps its shape), lets that
-don't, and buffers allocated inside (each grows N-fold, copy k using part k). Where it stops
+that don't depend on v (thread loops included, so the block keeps its shape; a thread loop
+whose extent does runs as long as the longest copy, each copy guarded), lets that don't,
+and buffers allocated inside (each grows N-fold, copy k using part k). Where it stops
 (a store, a loop or branch whose bounds depend on v) the statement is written out N times,
 v = min, ..., min + N - 1, with the lets that depend on v renamed per copy. So a thread
 computes N strided points of a tile side by side, each with registers of its own:
@@ -20,6 +21,7 @@ inside kernels), for GPU targets only.
 from __future__ import annotations
 
 from halo.analysis.simplify import simplify
+from halo.analysis.upper_bound import constant_upper_bound
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.substitute import expand_lets, free_vars, substitute
@@ -66,6 +68,16 @@ class _Push:
                            for k, sub in enumerate(subs)]
                 return n.For(name, const(0), self._same_extent(extent, subs), kind,
                              self.push(body, rebased, varying | {name}))
+            case n.For(name=name, min=lo, extent=extent, kind=n.ForKind.GPU_THREAD,
+                       body=body) if self._largest_extent(extent, subs) is not None:
+                # A thread loop whose extent differs from copy to copy (a clipped tile):
+                # one loop as long as the longest, each copy guarded by its own extent,
+                # so the thread-loop nest stays one nest (the block's shape).
+                rebased = [{**sub, name: n.Add(n.Var(name), self._copy(lo, subs, k))}
+                           for k, sub in enumerate(subs)]
+                guarded = n.IfThenElse(n.LT(n.Var(name), n.Add(lo, extent)), body)
+                return n.For(name, const(0), self._largest_extent(extent, subs), kind,
+                             self.push(guarded, rebased, varying | {name}))
             case n.LetStmt(name=name, value=value, body=body) if not varies(value):
                 self.lets[name] = value
                 return n.LetStmt(name, value, self.push(body, subs, varying))
@@ -102,6 +114,13 @@ class _Push:
             if isinstance(value, n.Const):
                 return value
         return None
+
+    def _largest_extent(self, extent: n.Expr, subs: list[dict[str, n.Expr]]) -> n.Const | None:
+        """The largest constant bound of every copy's `extent`, or None where one has
+        none."""
+        bounds = [constant_upper_bound(simplify(expand_lets(substitute(extent, sub),
+                                                            self.lets))) for sub in subs]
+        return None if None in bounds else const(max(bounds))
 
     def _copy(self, node, subs: list[dict[str, n.Expr]], k: int):
         """Copy k of `node`: its varying names replaced, its accesses to buffers allocated

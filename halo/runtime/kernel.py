@@ -16,7 +16,7 @@ from halo import backends
 from halo.errors import InputError
 from halo.ir.types import Type, int32
 from halo.ir.values import checked_origin, checked_region, checked_scalar, checked_shape
-from halo.lang.environment import Environment, bind
+from halo.lang.environment import Environment, bind, check_device_array
 from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
@@ -24,6 +24,7 @@ from halo.lower.pipeline import Lowered
 from halo.runtime.device_arrays import (
     DeviceArray,
     DeviceCall,
+    as_kind_of,
     check_size,
     device_array,
     is_device_array,
@@ -71,19 +72,27 @@ class Kernel:
         result = self.run(shape, out, origin, None, inputs)
         return result[0] if len(result) == 1 else result
 
-    def run(self, shape, out, origin, inputs, named) -> list[np.ndarray]:
-        """The outputs of one call: inputs by object (`inputs`) or by name (`named`)."""
+    def run(self, shape, out, origin, inputs, named) -> list:
+        """The outputs of one call: inputs by object (`inputs`) or by name (`named`);
+        NumPy arrays, or on a GPU target with GPU arrays in and no `out=`, arrays on the
+        device (the inputs' kind: PyTorch, CuPy, else `halo.DeviceArray`)."""
         env = self.lowered.env
         arrays, scalars = bind(env, inputs, **named)
         on_gpu = self.target.kind is TargetKind.CUDA
         arrays = {name: _on_target(a, f"input {name}", on_gpu) for name, a in arrays.items()}
+        for name, a in arrays.items():  # (a DLPack array's type is known only now)
+            if isinstance(a, DeviceArray):
+                check_device_array(env.inputs[name], a.dtype, a.shape)
         for name, a in arrays.items():  # before _addressable copies a view halo can't index
             for i, extent in enumerate(a.shape):
                 checked_scalar(int32, extent, self._describe_scalar(f"{name}.extent.{i}"))
         arrays = {name: a if isinstance(a, DeviceArray) else
                   np.ascontiguousarray(a) if on_gpu else _addressable(a)
                   for name, a in arrays.items()}
-        outs = self._outputs(shape, out)
+        # GPU arrays in (all of them), no out=: the outputs stay on the device
+        devices = [a for a in arrays.values() if isinstance(a, DeviceArray)]
+        on_device = bool(devices) and out is None and len(devices) == len(arrays)
+        outs = self._outputs(shape, out, on_device)
         # What the code writes: the outputs, or (GPU) device views and contiguous stand-ins
         written = [_on_target(o, f"out= for {f}", on_gpu) for f, o in
                    zip(self.output_names, outs, strict=True)]
@@ -111,7 +120,7 @@ class Kernel:
             for o, w in zip(outs, written, strict=True):
                 if o is not w and isinstance(o, np.ndarray):
                     o[...] = w
-            return outs
+            return [as_kind_of(o, devices[0].owner) for o in outs] if on_device else outs
         buffers = [arrays[b] if b in arrays else counts if b == COUNTS_BUFFER
                    else outs[self.output_names.index(b)] for b in self.buffer_names]
         self.function(*buffers, *scalar_values)
@@ -131,7 +140,7 @@ class Kernel:
         finally:
             call.close()
 
-    def _outputs(self, shape, out) -> list[np.ndarray]:
+    def _outputs(self, shape, out, on_device: bool = False) -> list:
         funcs = [self.lowered.env.funcs[nm] for nm in self.output_names]
         if out is not None:
             outs = list(out) if isinstance(out, (list, tuple)) else [out]
@@ -144,8 +153,9 @@ class Kernel:
             return outs
         if shape is None:
             raise InputError("give the output shape, e.g. f.realize((480, 640)), or out=array")
-        return [np.empty(checked_shape(shape, f.dimensions, f"{f.name}.realize(...)"),
-                         dtype=t.numpy) for f, t in zip(funcs, self._output_types, strict=True)]
+        make = DeviceArray.empty if on_device else np.empty
+        return [make(checked_shape(shape, f.dimensions, f"{f.name}.realize(...)"), t.numpy)
+                for f, t in zip(funcs, self._output_types, strict=True)]
 
     def _describe_scalar(self, name: str) -> str:
         """A scalar argument derived from an array, as the user knows it: `inp.extent.0`
@@ -172,7 +182,7 @@ def _on_target(a: object, what: str, on_gpu: bool) -> np.ndarray | DeviceArray:
 
 
 def _shape(a: object) -> tuple[int, ...]:
-    return tuple(a.__cuda_array_interface__["shape"]) if is_device_array(a) else a.shape
+    return device_array(a, "out=").shape if is_device_array(a) else a.shape
 
 
 def _check_out(name: str, dimensions: int, t: Type, arr: object, on_gpu: bool) -> None:

@@ -254,3 +254,77 @@ PIPELINES.update({
     "narrow_atomic": narrow_atomic,
     "rfactor_rows": rfactor_rows,
 })
+
+
+def unrolled_registers(shape=(7, 11)):
+    """A loop unrolled around a Func computed inside it (the innermost scalar loop, where
+    the inline reduction goes): each unrolled copy declares its own register array, in a
+    scope of its own (`python -m halo.fuzz --target cuda` found them sharing one)."""
+    x, y, xo, xi = halo.vars("x y xo xi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((-2, 5), name="r")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = halo.maximum(inp[y, x + r.x + 2] * halo.cast(halo.float32, r.x))
+    out[y, x] = f[y, x] * 2 + f[y, x + 1]
+    out.gpu_tile(x, xo, xi, 4).gpu_blocks(y)
+    f.compute_at(out, xi).unroll(x)
+    h, w = shape
+    return out, {inp: _image((h, w + 5))}, shape
+
+
+def empty_region(n=9):
+    """A Func computed per block over a region that is empty (an RDom whose `where`
+    holds nowhere): its shared array still has one element, C having no empty arrays."""
+    x, xo, xi, rxo, rxi = halo.vars("x xo xi rxo rxi")
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    r = halo.RDom((0, 1), (0, 4), name="r")
+    r.where(r.y < r.x)
+    g, out = halo.Func("g"), halo.Func("out")
+    g[x] = inp[x] * 2
+    out[x] = x
+    out[r.y] += g[r.x + r.y]
+    out.gpu_tile(x, xo, xi, 8)
+    out.update(0).atomic().split(r.x, rxo, rxi, 4, tail="guard")
+    out.update(0).gpu_blocks(rxo).gpu_threads(rxi)
+    g.compute_at(out.update(0), rxo).gpu_threads(x)
+    return out, {inp: _image((n,), np.int32, -50, 50)}, (n,)
+
+
+def producer_at_outer_thread_loop(shape=(13, 29)):
+    """A Func computed at the outer of two thread loops (between them): every thread of
+    the inner loop computes it, and the two loops stay the block's y and x axes
+    (`python -m halo.fuzz --target cuda` found the inner one on the same axis as the
+    outer, so only the first thread of each row ran)."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = inp[y, x] * 3 + 1
+    out[y, x] = f[y, x] + f[y, x + 1] * 2
+    out.gpu_tile(y, x, yo, xo, yi, xi, 4, 8, tail="guard")
+    f.compute_at(out, yi)
+    h, w = shape
+    return out, {inp: _image((h, w + 1))}, shape
+
+
+def producer_in_vthread(shape=(5, 61)):
+    """A Func in shared memory computed at a vthread loop, with thread loops of its own
+    whose extent differs from copy to copy (the last tile is clipped): they run as long as
+    the longest copy, each copy guarded, and stay the block's y and x axes."""
+    x, y, xo, xi, xv, xt = halo.vars("x y xo xi xv xt")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = inp[y, x + 1] * 2
+    out[y, x] = f[y, x - 1] + f[y + 1, x] * 3 + f[y, x + 1]
+    out.split(x, xo, xi, 28, tail="guard").split(xi, xv, xt, 7)
+    out.gpu_blocks(y, xo).vthread(xv).gpu_threads(xt)
+    f.compute_at(out, xv).gpu_threads(y, x)
+    h, w = shape
+    return out, {inp: _image((h + 1, w + 2))}, shape
+
+
+PIPELINES.update({
+    "producer_in_vthread": producer_in_vthread,
+    "producer_at_outer_thread_loop": producer_at_outer_thread_loop,
+    "unrolled_registers": unrolled_registers,
+    "empty_region": empty_region,
+})

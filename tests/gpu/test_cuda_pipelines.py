@@ -52,8 +52,8 @@ def test_cupy_views_with_row_strides_are_read_in_place():
     wide = cupy.zeros((array.shape[0], array.shape[1] + 9), dtype=array.dtype)
     wide[:, 3:-6] = cupy.asarray(array)
     view = wide[:, 3:-6]  # rows farther apart than their length, an offset start
-    got = out.realize(shape, inputs={inp: view}, target="cuda")
-    _check(got, halo.reference(out, shape, inputs=inputs), np.float32)
+    got = out.realize(shape, inputs={inp: view}, target="cuda")  # a CuPy array, as view
+    _check(cupy.asnumpy(got), halo.reference(out, shape, inputs=inputs), np.float32)
     with pytest.raises(halo.InputError, match="last dimension is not contiguous"):
         out.realize(shape, inputs={inp: wide[:, ::2]}, target="cuda")
 

@@ -205,7 +205,8 @@ class _Emitter:
         # Shared arrays once per buffer (its copies in partitioned loops share the space),
         # aligned as tensor-core loads want (256 bits; 128 bytes for the widest).
         for name, (t, size) in shared_buffers(loop).items():
-            self.line(f"__shared__ __align__(128) {c_type(t)} {self.names(name)}[{size}];")
+            self.line(f"__shared__ __align__(128) {c_type(t)} {self.names(name)}"
+                      f"[{max(size, 1)}];")
         self.stmt(loop)
 
     def block_index(self, b: n.For) -> None:
@@ -275,7 +276,13 @@ class _Emitter:
                 if scope == "shared":  # declared once, at the top of the kernel
                     self.scopes[name] = "shared"
                 else:
-                    self.line(f"{c_type(t)} {self.names(name)}[{int(size.value)}];")
+                    c = self.names(name)
+                    if c in self.declared[-1]:  # an unrolled copy's buffer: a scope of its own
+                        self.open("")
+                    self.declared[-1].add(c)
+                    # (at least one element: C has no zero-sized arrays; an empty region
+                    # is never read)
+                    self.line(f"{c_type(t)} {c}[{max(int(size.value), 1)}];")
                     self.scopes[name] = "local"
                 self._stmt(body)
             case n.Evaluate(value=n.Call(name=name)) if name == SYNC_THREADS:
