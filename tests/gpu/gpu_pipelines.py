@@ -322,7 +322,25 @@ def producer_in_vthread(shape=(5, 61)):
     return out, {inp: _image((h + 1, w + 2))}, shape
 
 
+def atomic_in_registers(shape=(7, 19)):
+    """An atomic update of a Func computed inside the thread loops: its array is the
+    thread's own (registers or local memory), updated without atomics, which CUDA has
+    none of for local memory (`python -m halo.fuzz --target cuda` found the launch
+    failing)."""
+    x, y, xo, xi = halo.vars("x y xo xi")
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    r = halo.RDom((0, 5), name="r")
+    g, out = halo.Func("g"), halo.Func("out")
+    g[y, x] = 0
+    g[y, r.x % 3] += inp[y, r.x] * (y + 1)
+    out[y, x] = g[y, x % 3] - x
+    out.gpu_tile(x, xo, xi, 8).gpu_blocks(y)
+    g.compute_at(out, xi).update(0).atomic()
+    return out, {inp: _image((shape[0], 5), np.int32, -50, 50)}, shape
+
+
 PIPELINES.update({
+    "atomic_in_registers": atomic_in_registers,
     "producer_in_vthread": producer_in_vthread,
     "producer_at_outer_thread_loop": producer_at_outer_thread_loop,
     "unrolled_registers": unrolled_registers,

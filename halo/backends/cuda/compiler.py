@@ -1,18 +1,23 @@
-"""CUDA C to a loaded module: nvcc through PyCUDA, with an on-disk cache of the cubins.
+"""CUDA C to a loaded module: nvcc (through PyCUDA) to PTX, the PTX rewritten around
+ptxas defects (`ptx_rewrites.py`), ptxas to a cubin, with an on-disk cache of the cubins.
 
 A cubin is cached like the host's machine code (`llvm/object_cache.py`: the same
 directory, `$HALO_CACHE_DIR`, trust rules and entry format; its text part is the CUDA
 source, compared on load), keyed by the source, the architecture, the nvcc options, halo's
-version and this backend's sources. An nvcc error is an InternalError (the code is halo's)
-that shows the generated source.
+version and this backend's sources. An nvcc or ptxas error is an InternalError (the code
+is halo's) that shows the generated source.
 """
 from __future__ import annotations
 
 import hashlib
+import shutil
+import subprocess
+import tempfile
 from functools import cache
 from pathlib import Path
 
 from halo.backends.cuda.device import cuda_compiler, cuda_driver
+from halo.backends.cuda.ptx_rewrites import opaque_negations
 from halo.backends.llvm import object_cache
 from halo.errors import InternalError
 from halo.version import __version__
@@ -49,13 +54,32 @@ def compile_cubin(source: str, arch: str, strict_float: bool) -> bytes:
         return entry[1]
     compiler = cuda_compiler()
     try:
-        cubin = compiler.compile(source, options=options, arch=arch, no_extern_c=True,
-                                 cache_dir=False)
+        ptx = compiler.compile(source, options=options, arch=arch, no_extern_c=True,
+                               cache_dir=False, target="ptx")
     except cuda_driver().CompileError as e:
         raise InternalError(f"nvcc refused the CUDA C halo generated ({e}); the source:\n"
                             f"{source}") from None
+    cubin = _assemble(opaque_negations(ptx.decode()), arch, options, source)
     object_cache.store(key, source, cubin)
     return cubin
+
+
+def _assemble(ptx: str, arch: str, options: list[str], source: str) -> bytes:
+    """ptxas: `ptx` to a cubin for `arch` (nvcc's options apply to it too)."""
+    nvcc = shutil.which("nvcc")
+    ptxas = shutil.which("ptxas") or (nvcc and str(Path(nvcc).parent / "ptxas"))
+    if not ptxas or not Path(ptxas).exists():
+        raise InternalError("ptxas (the CUDA toolkit's, beside nvcc) is not on PATH")
+    with tempfile.TemporaryDirectory(prefix="halo_ptxas_") as tmp:
+        ptx_path, cubin_path = Path(tmp) / "kernels.ptx", Path(tmp) / "kernels.cubin"
+        ptx_path.write_text(ptx)
+        result = subprocess.run([ptxas, f"-arch={arch}", *options, str(ptx_path), "-o",
+                                 str(cubin_path)], capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise InternalError(f"ptxas refused the PTX of the CUDA C halo generated "
+                                f"({(result.stderr or result.stdout).strip()}); the source:\n"
+                                f"{source}")
+        return cubin_path.read_bytes()
 
 
 def load_module(cubin: bytes):

@@ -369,6 +369,11 @@ class _Emitter:
                 pass
             case _:
                 raise InternalError(f"an atomic update of {type(body).__name__}")
+        if self.scopes.get(name) == "local":
+            # A thread's own array: no other thread writes it (and CUDA has no atomics
+            # on local memory: the launch fails).
+            self._stmt(body)
+            return
         t = c_type(value.type)
         target = f"&{self.names(name)}[{_strip(self.expr(index))}]"
         old = n.Load(value.type, name, index)

@@ -1,13 +1,14 @@
-"""crash on the GPU: program 1000073 schedule 1000220 (legal, cuda), found by `python -m halo.fuzz --target cuda --seed 1`.
-
-    CUDA error: LaunchError: cuMemcpyDtoH failed: unspecified launch failure
-"""
+"""Found by `python -m halo.fuzz --target cuda --seed 1` (program 1000073, schedule
+1000220): an rfactor'ed update with a vthread, its intermediate computed in the merge's
+threads, and an atomic update of a Func stored in "local" memory inside that: the atomic
+was a CUDA atomic on local memory, and the launch failed ("unspecified launch failure").
+A thread's own array is now updated without atomics."""
 import numpy as np
 
 import halo
 
 
-def check_crash_1000073_1000220():
+def test_rfactor_vthread_and_a_local_atomic_update():
     c, y, x = halo.vars("c y x")
     in0 = halo.ImageParam(halo.uint8, 2, "in0")
     w1 = halo.ImageParam(halo.float32, 4, "w1")
@@ -68,4 +69,4 @@ def check_crash_1000073_1000220():
 
 
 if __name__ == "__main__":
-    check_crash_1000073_1000220()
+    test_rfactor_vthread_and_a_local_atomic_update()
