@@ -22,7 +22,8 @@ from halo.random_programs.random_gpu_schedule import (
 )
 from halo.schedule.calls import Call, StageRef
 
-Rule = Callable[[GpuDrawer, random.Random], Call | None]
+# A rule's calls: the illegal one last, after any it needs to make its point.
+Rule = Callable[[GpuDrawer, random.Random], Call | list[Call] | None]
 
 
 def _pure_loops(d: GpuDrawer, ref: StageRef, kind: ForKind = ForKind.SERIAL) -> list[str]:
@@ -130,15 +131,18 @@ def store_in_wrong_memory(d: GpuDrawer, rng: random.Random) -> Call | None:
     return Call(StageRef(name), "store_in", (scope,))
 
 
-def shared_memory_overflow(d: GpuDrawer, rng: random.Random) -> Call | None:
-    """A Func in shared memory bounded to more than a block may hold (48 KB)."""
+def shared_memory_overflow(d: GpuDrawer, rng: random.Random) -> list[Call] | None:
+    """A Func in shared memory bounded to more than a block may hold (48 KB): its last
+    dimension to 65,536 points, after its others to one point each, so its region is
+    not empty (a consumer's RDom whose `where` holds nowhere reads none of it)."""
     options = [name for name in _at_level(d, BLOCK)
                if d.built.funcs[name].args and d.built.funcs[name].schedule.stages[0].dims]
     if not options:
         return None
     name = rng.choice(options)
-    x = d.built.funcs[name].args[-1].name
-    return Call(StageRef(name), "bound", (x, -32768, 65536))
+    *others, x = (a.name for a in d.built.funcs[name].args)
+    return [*(Call(StageRef(name), "bound", (v, 0, 1)) for v in others),
+            Call(StageRef(name), "bound", (x, -32768, 65536))]
 
 
 def rebind_bound_loop(d: GpuDrawer, rng: random.Random) -> Call | None:
@@ -165,21 +169,25 @@ BOUND_RULES: dict[str, Rule] = {  # (those that apply least often first)
 ILLEGAL_GPU_CALLS: dict[str, Rule] = {**UNBOUND_RULES, **BOUND_RULES}
 
 
+def _as_list(calls: Call | list[Call]) -> list[Call]:
+    return calls if isinstance(calls, list) else [calls]
+
+
 def illegal_gpu_schedule(pipeline: RandomPipeline, built: BuiltPipeline,
                          seed: int) -> tuple[list[Call], str]:
-    """A legal GPU schedule (applied to `built`) plus one illegal call (not applied), and
-    the name of the rule it breaks."""
+    """A legal GPU schedule (applied to `built`) plus the calls of a rule, the last of them
+    illegal (not applied), and the name of the rule."""
     rng = random.Random(seed)
     rule = rng.choice(list(ILLEGAL_GPU_CALLS))
     unbound = pipeline.output.name if rule in UNBOUND_RULES else None
     drawer = gpu_schedule_drawer(pipeline, built, seed, unbound=unbound)
     legal = list(drawer.calls)
     if rule in UNBOUND_RULES:
-        return legal + [UNBOUND_RULES[rule](drawer, rng)], rule
+        return legal + _as_list(UNBOUND_RULES[rule](drawer, rng)), rule
     # the drawn rule, else the others, those that apply least often first (the table's
     # order; rebind_bound_loop, last, applies to every schedule)
     for name in [rule, *BOUND_RULES]:
-        call = BOUND_RULES[name](drawer, rng)
-        if call is not None:
-            return legal + [call], name
+        calls = BOUND_RULES[name](drawer, rng)
+        if calls is not None:
+            return legal + _as_list(calls), name
     raise AssertionError("rebind_bound_loop applies to every legal GPU schedule")
