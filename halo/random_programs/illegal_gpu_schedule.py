@@ -72,34 +72,29 @@ UNBOUND_RULES: dict[str, Rule] = {
 # ----------------------------------------------------------- on a legal GPU schedule
 
 
-def blocks_inside_kernel(d: GpuDrawer, rng: random.Random) -> Call | None:
-    """Block loops of a Func computed inside another stage's kernel."""
-    options = [(name, loop) for name in _at_level(d, BLOCK) + _at_level(d, THREAD)
-               for loop in _pure_loops(d, StageRef(name))]
+def _bind_a_pure_loop(d: GpuDrawer, rng: random.Random, names: list[str],
+                      method: str) -> Call | None:
+    """`method` (a binding) on a pure loop of one of the Funcs `names`."""
+    options = [(name, loop) for name in names for loop in _pure_loops(d, StageRef(name))]
     if not options:
         return None
     name, loop = rng.choice(options)
-    return Call(StageRef(name), "gpu_blocks", (loop,))
+    return Call(StageRef(name), method, (loop,))
+
+
+def blocks_inside_kernel(d: GpuDrawer, rng: random.Random) -> Call | None:
+    """Block loops of a Func computed inside another stage's kernel."""
+    return _bind_a_pure_loop(d, rng, _at_level(d, BLOCK) + _at_level(d, THREAD), "gpu_blocks")
 
 
 def threads_inside_threads(d: GpuDrawer, rng: random.Random) -> Call | None:
     """Thread loops of a Func computed inside another stage's thread loops."""
-    options = [(name, loop) for name in _at_level(d, THREAD)
-               for loop in _pure_loops(d, StageRef(name))]
-    if not options:
-        return None
-    name, loop = rng.choice(options)
-    return Call(StageRef(name), "gpu_threads", (loop,))
+    return _bind_a_pure_loop(d, rng, _at_level(d, THREAD), "gpu_threads")
 
 
 def vthread_inside_threads(d: GpuDrawer, rng: random.Random) -> Call | None:
     """A vthread loop inside thread loops."""
-    options = [(name, loop) for name in _at_level(d, THREAD)
-               for loop in _pure_loops(d, StageRef(name))]
-    if not options:
-        return None
-    name, loop = rng.choice(options)
-    return Call(StageRef(name), "vthread", (loop,))
+    return _bind_a_pure_loop(d, rng, _at_level(d, THREAD), "vthread")
 
 
 def bind_reduction_loop(d: GpuDrawer, rng: random.Random) -> Call | None:

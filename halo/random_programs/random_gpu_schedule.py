@@ -46,6 +46,7 @@ from halo.random_programs.random_schedule import (
     StageState,
     _predicted_inner,
     _rdom_extents,
+    draw_placement,
     draw_rfactor,
     predicted_cache_name,
 )
@@ -127,26 +128,14 @@ def site_level(placer: Placer, ref: StageRef, var: str) -> str | None:
 def _place(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Random) -> None:
     f = drawer.built.funcs[name]
     ref = StageRef(name)
-    sites = [(r, v, level) for r, v, _ in placer.sites(name)
-             if (level := site_level(placer, r, v)) is not None
-             and not (level == BLOCK and _outside_a_block_loop(drawer, r, v))]
+    sites = [(r, v, lv) for r, v, _ in placer.sites(name)
+             if (lv := site_level(placer, r, v)) is not None
+             and not (lv == BLOCK and _outside_a_block_loop(drawer, r, v))]
     inline = len(f.definitions) == 1 and not _calls_unnamed_reduction(drawer, f)
-    options = ["root"] + (["inline"] if inline else []) + (["at", "at"] if sites else [])
-    choice = rng.choice(options)
-    if choice == "inline":
-        if rng.random() < 0.3:
-            drawer.emit(Call(ref, "compute_inline"))
-        drawer.placements[name] = "inline"
+    placed = draw_placement(drawer, name, inline, sites, rng)
+    if placed is None:
         return
-    if choice == "root":
-        drawer.emit(Call(ref, "compute_root"))
-        drawer.placements[name] = "root"
-        level = KERNEL
-    else:
-        site_ref, var, level = rng.choice(sites)
-        drawer.emit(Call(ref, "compute_at", (site_ref, var)))
-        drawer.placements[name] = (site_ref, var)
-    drawer.levels[name] = level
+    level = drawer.levels[name] = KERNEL if placed == "root" else placed[2]
     if rng.random() < STORE_IN_RATE:
         drawer.emit(Call(ref, "store_in", (SCOPE_OF_LEVEL[level],)))
 

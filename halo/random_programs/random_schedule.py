@@ -347,28 +347,35 @@ class Placer:
         return common or []
 
 
-def _place(drawer: Drawer, placer: Placer, name: str, rng: random.Random) -> None:
-    f = drawer.built.funcs[name]
+def draw_placement(drawer: Drawer, name: str, inline: bool, sites: list,
+                   rng: random.Random) -> tuple | str | None:
+    """Inline (None), compute at root ("root") or compute at one of `sites` (the site):
+    the call emitted and the placement recorded."""
     ref = StageRef(name)
-    options = ["root"] + (["inline"] if len(f.definitions) == 1 else [])
-    sites = placer.sites(name)
-    if sites:
-        options += ["at", "at"]
-    choice = rng.choice(options)
+    choice = rng.choice(["root"] + (["inline"] if inline else []) + (["at", "at"] if sites
+                                                                     else []))
     if choice == "inline":
         if rng.random() < 0.3:
             drawer.emit(Call(ref, "compute_inline"))
         drawer.placements[name] = "inline"
-        return
+        return None
     if choice == "root":
         drawer.emit(Call(ref, "compute_root"))
         drawer.placements[name] = "root"
-        chain = []
-    else:
-        site_ref, var, _ = rng.choice(sites)
-        drawer.emit(Call(ref, "compute_at", (site_ref, var)))
-        drawer.placements[name] = (site_ref, var)
-        chain = placer.enclosing(name)
+        return "root"
+    site = rng.choice(sites)
+    drawer.emit(Call(ref, "compute_at", site[:2]))
+    drawer.placements[name] = site[:2]
+    return site
+
+
+def _place(drawer: Drawer, placer: Placer, name: str, rng: random.Random) -> None:
+    f = drawer.built.funcs[name]
+    ref = StageRef(name)
+    placed = draw_placement(drawer, name, len(f.definitions) == 1, placer.sites(name), rng)
+    if placed is None:
+        return
+    chain = [] if placed == "root" else placer.enclosing(name)
     if rng.random() < 0.3:
         _store(drawer, ref, chain, rng)
     if rng.random() < 0.1:
