@@ -343,15 +343,18 @@ class Autoscheduled:
 
 def compile_autoscheduled(app_name: str, inputs: dict[str, np.ndarray],
                           output_shape: tuple[int, ...], threads: int,
-                          autoscheduler: str) -> Autoscheduled:
+                          autoscheduler: str,
+                          options: dict[str, str] | None = None) -> Autoscheduled:
     """The algorithm scheduled by `autoscheduler` (Adams2019, Mullapudi2016 or Li2018:
-    the plugins the wheel ships) for these input and output sizes."""
+    the plugins the wheel ships) for these input and output sizes; `options` are more of
+    its parameters (Adams2019's `beam_size`, `random_dropout`, `random_dropout_seed`)."""
     load_autoscheduler(autoscheduler)
     app = TWINS[app_name][0]()
     for param in app.params:
         param.set_estimates([(0, extent) for extent in reversed(inputs[param.name()].shape)])
     app.output.set_estimates([(0, extent) for extent in reversed(output_shape)])
-    params = hl.AutoschedulerParams(autoscheduler, {"parallelism": str(threads)})
+    params = hl.AutoschedulerParams(autoscheduler,
+                                    {"parallelism": str(threads), **(options or {})})
     start = time.perf_counter()
     result = hl.Pipeline(app.output).apply_autoscheduler(jit_target(), params)
     searched = time.perf_counter()

@@ -36,13 +36,14 @@ from benchmarks.cases import Case
 from halo.timing import time_after_idle
 
 # Variants in the order tables and charts show them.
-HALO, HALO_AUTO, HALIDE, NUMPY = "halo", "halo_auto", "halide", "numpy"
+HALO, HALO_AUTO, HALO_TUNE, HALIDE, NUMPY = "halo", "halo_auto", "halo_tune", "halide", "numpy"
 HALIDE_AUTOSCHEDULERS = ("Adams2019", "Mullapudi2016", "Li2018")
 HALIDE_AUTO = {name: f"halide_{name.lower()}" for name in HALIDE_AUTOSCHEDULERS}
-VARIANTS = (HALO, HALO_AUTO, HALIDE, *HALIDE_AUTO.values(), NUMPY)
-LABELS = {HALO: "halo", HALO_AUTO: "halo auto", HALIDE: "Halide (same schedule)",
+VARIANTS = (HALO, HALO_AUTO, HALO_TUNE, HALIDE, *HALIDE_AUTO.values(), NUMPY)
+LABELS = {HALO: "halo", HALO_AUTO: "halo auto", HALO_TUNE: "halo auto+tune",
+          HALIDE: "Halide (same schedule)",
           **{v: f"Halide ({name})" for name, v in HALIDE_AUTO.items()}, NUMPY: "NumPy"}
-AUTOSCHEDULED = (HALO_AUTO, *HALIDE_AUTO.values())
+AUTOSCHEDULED = (HALO_AUTO, HALO_TUNE, *HALIDE_AUTO.values())
 
 
 @dataclass
@@ -104,9 +105,10 @@ class _Built:
 
 
 def measure(case: Case, threads: int, repeats: int, halide_twins=None,
-            skip: dict[str, str] | None = None) -> CaseResult:
+            skip: dict[str, str] | None = None, tune_budget_s: float = 0.0) -> CaseResult:
     """Run every variant of `case`. `halide_twins` is that module, or None (then `skip`
-    must name every Halide variant); `skip` maps the variants not to run to the reason."""
+    must name every Halide variant); `skip` maps the variants not to run to the reason;
+    "halo auto+tune" measures for `tune_budget_s` seconds (skipped at 0)."""
     skip = skip or {}
     inputs = case.make_inputs()
     result = CaseResult(case.app, case.size, case.flops, {})
@@ -114,6 +116,8 @@ def measure(case: Case, threads: int, repeats: int, halide_twins=None,
     builders: dict[str, Callable[[], _Built]] = {
         HALO: lambda: _halo(case, inputs, reference, threads, result),
         HALO_AUTO: lambda: _halo_auto(case, inputs, reference, threads, result),
+        HALO_TUNE: lambda: _halo_auto(case, inputs, reference, threads, result,
+                                      tune_budget_s),
         NUMPY: lambda: _Built(lambda: case.numpy(**inputs), reference),
         HALIDE: lambda: _halide(halide_twins, case, inputs, reference, result),
         **{variant: _halide_auto_builder(halide_twins, name, case, inputs, reference,
@@ -121,6 +125,8 @@ def measure(case: Case, threads: int, repeats: int, halide_twins=None,
            for name, variant in HALIDE_AUTO.items()},
     }
     built: dict[str, _Built] = {}
+    if tune_budget_s <= 0:
+        skip = {HALO_TUNE: "no tuning budget (--tune-budget)", **skip}
     for name in VARIANTS:
         if name in skip:
             result.variants[name] = VariantResult(skipped=skip[name])
@@ -150,15 +156,17 @@ def _halo(case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
 
 
 def _halo_auto(case: Case, inputs: dict[str, np.ndarray], reference: np.ndarray,
-               threads: int, result: CaseResult) -> _Built:
+               threads: int, result: CaseResult, tune_budget_s: float = 0.0) -> _Built:
     """The app's algorithm, unscheduled, through `halo.autoschedule` for these inputs and
-    the output's size."""
+    the output's size; with a tuning budget, measuring candidates for that long."""
     *_, output_func, _ = case.module.algorithm()
     target = halo.Target("host", threads=threads)
+    tune = {"measure": True, "budget_s": tune_budget_s} if tune_budget_s > 0 else {}
     chosen = halo.autoschedule(output_func, target=target, inputs=inputs,
-                               estimates={output_func: reference.shape})
-    result.artifacts["halo_auto_schedule.py"] = chosen.source
-    return _halo_compiled(output_func, inputs, reference, threads, result, "halo_auto",
+                               estimates={output_func: reference.shape}, **tune)
+    name = HALO_TUNE if tune else HALO_AUTO
+    result.artifacts[f"{name}_schedule.py"] = chosen.source
+    return _halo_compiled(output_func, inputs, reference, threads, result, name,
                           chosen.search_s)
 
 

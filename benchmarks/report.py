@@ -16,6 +16,7 @@ from benchmarks.measure import (
     HALIDE_AUTO,
     HALO,
     HALO_AUTO,
+    HALO_TUNE,
     LABELS,
     NUMPY,
     VARIANTS,
@@ -76,6 +77,8 @@ def markdown(results: list[CaseResult], meta: dict) -> str:
         header.append("auto / hand")
     if HALO_AUTO in columns and halide_autos:
         header.append("auto / Halide auto")
+    if HALO_TUNE in columns:
+        header.append("auto+tune / hand")
     header += [f"{LABELS[v]} x NumPy" for v in columns if v != NUMPY]
     lines += [_row(header), _row(["---"] * 2 + ["---:"] * (len(header) - 2))]
     for r in results:
@@ -86,6 +89,8 @@ def markdown(results: list[CaseResult], meta: dict) -> str:
             cells.append(_ratio(r, HALO_AUTO, HALO))
         if HALO_AUTO in columns and halide_autos:
             cells.append(_ratio(r, HALO_AUTO, _fastest(r, halide_autos)))
+        if HALO_TUNE in columns:
+            cells.append(_ratio(r, HALO_TUNE, HALO))
         cells += [_ratio(r, NUMPY, v) for v in columns if v != NUMPY]
         lines.append(_row(cells))
     autos = [v for v in AUTOSCHEDULED if v in columns]

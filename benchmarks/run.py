@@ -41,6 +41,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="threads for every variant (default: the core count)")
     parser.add_argument("--no-halide", action="store_true",
                         help="skip the Halide variants even if halide is installed")
+    parser.add_argument("--tune-budget", type=float, default=0.0,
+                        help="seconds of measured tuning per app for 'halo auto+tune' "
+                             "(default 0: not run)")
     parser.add_argument("--skip", default="",
                         help="comma-separated variants not to run (of "
                              f"{','.join(VARIANTS)}; NumPy always runs)")
@@ -76,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         print(f"- {case.label} ...", end=" ", flush=True)
         with _blas_threads(args.threads):
-            result = measure(case, args.threads, args.repeats, twins, skip)
+            result = measure(case, args.threads, args.repeats, twins, skip,
+                             args.tune_budget)
         results.append(result)
         times = ", ".join(f"{name} {result.median_ms(name):.1f} ms"
                           for name in result.variants if result.median_ms(name) is not None)

@@ -6,6 +6,13 @@ against the seconds spent, beside the model's choice (no measuring) and the app'
 schedule, each timed here after the tuning (`halo.timing.median_time`). Writes the curve
 as JSON and, with matplotlib, a plot (best time vs seconds, the hand schedule as a line).
 `--records` keeps the measurements (a second run resumes from them).
+
+Where the `halide` package imports, Halide's Adams2019 then gets the same wall-clock
+budget (the seconds halo's tuning took): its default beam search first, then samples with
+a beam of one and random dropout (`random_dropout` 1: each decision may drop a candidate,
+`random_dropout_seed` 1, 2, ...), each compiled, checked against halo's hand schedule and
+timed the same way; its curve is the best so far against the seconds spent
+(`--no-halide` skips it).
 """
 from __future__ import annotations
 
@@ -20,6 +27,7 @@ import halo
 from benchmarks.cases import CASES
 from halo.autoschedule.measure import LocalExecutor
 from halo.lang.environment import Environment
+from halo.target import default_num_threads
 from halo.timing import median_time
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -43,6 +51,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="compiling processes")
     parser.add_argument("--records", default=None, help="a records file to keep")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=default_num_threads(),
+                        help="Adams2019's parallelism (default: halo's thread count)")
+    parser.add_argument("--no-halide", action="store_true",
+                        help="skip Adams2019 given the same budget")
     parser.add_argument("--out", default=str(RESULTS / "tuning_curve"),
                         help="path prefix of the .json and .png written")
     args = parser.parse_args()
@@ -53,6 +65,7 @@ def main() -> None:
     out, inputs, funcs = _fresh(case)
     case.module.schedule(funcs)
     hand_s = _time(out, arrays, shape, args.repeats)
+    hand_result = out.realize(shape, inputs={inputs[k]: v for k, v in arrays.items()})
 
     out, inputs, _ = _fresh(case)
     estimates = {out: shape, **{p: arrays[name].shape for name, p in inputs.items()}}
@@ -73,6 +86,9 @@ def main() -> None:
               "hand_s": hand_s, "model_s": model_s, "tuned_s": tuned_s,
               "tuned_measured_s": tuned.measured_s, "measurements": tuned.measurements,
               "curve": tuned.curve, "source": tuned.source}
+    if not args.no_halide:
+        report["adams2019"] = _adams2019(case, arrays, hand_result, args.threads, wall_s,
+                                         args.repeats)
     prefix = Path(args.out)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(report, indent=1))
@@ -82,7 +98,47 @@ def main() -> None:
     print(f"{'seconds':>8}  best (ms)")
     for seconds, best in tuned.curve:
         print(f"{seconds:8.1f}  {best * 1e3:.3f}")
+    adams = report.get("adams2019")
+    if adams and adams.get("best_s") is not None:
+        default = ("wrong" if adams["default_s"] is None
+                   else f"{adams['default_s'] * 1e3:.3f} ms")
+        print(f"Halide Adams2019, the same {wall_s:.0f} s: best {adams['best_s'] * 1e3:.3f} "
+              f"ms of {adams['samples']} schedules ({adams['wrong']} wrong; its default "
+              f"beam: {default}); halo tuned / Adams2019 {tuned_s / adams['best_s']:.2f}x")
+    elif adams:
+        print(f"Halide Adams2019: {adams.get('skipped', 'every schedule it wrote was wrong')}")
     _plot(report, prefix.with_suffix(".png"))
+
+
+def _adams2019(case, arrays: dict, expected: np.ndarray, threads: int, budget_s: float,
+               repeats: int) -> dict:
+    """Halide's Adams2019 for `budget_s` seconds of wall clock: its default search, then
+    randomized samples (a beam of one, random dropout), the best time so far as a curve."""
+    try:
+        from benchmarks import halide_twins as twins
+    except ImportError as e:
+        return {"skipped": f"halide does not import ({e})"}
+    if case.app not in twins.TWINS:
+        return {"skipped": f"no Halide twin of {case.app}"}
+    start = time.monotonic()
+    curve, best, default_s, seed, wrong = [], None, None, 0, 0
+    while seed == 0 or time.monotonic() - start < budget_s:
+        options = {} if seed == 0 else {"beam_size": "1", "random_dropout": "1",
+                                        "random_dropout_seed": str(seed)}
+        done = twins.compile_autoscheduled(case.app, arrays, expected.shape, threads,
+                                           "Adams2019", options)
+        out = np.empty_like(expected)
+        done.run(out)
+        if not np.allclose(out, expected, rtol=1e-4, atol=1e-4):
+            wrong += 1  # (Adams2019 has read out of bounds on harris: not counted)
+        else:
+            t = median_time(lambda out=out, done=done: done.run(out), repeats)
+            default_s = t if seed == 0 else default_s
+            best = t if best is None else min(best, t)
+            curve.append((time.monotonic() - start, best))
+        seed += 1
+    return {"best_s": best, "default_s": default_s, "samples": seed, "wrong": wrong,
+            "curve": curve}
 
 
 def _plot(report: dict, path: Path) -> None:
@@ -99,6 +155,10 @@ def _plot(report: dict, path: Path) -> None:
     ax.step(seconds, best, where="post", label="halo auto+tune (best measured)")
     ax.axhline(report["hand_s"] * 1e3, color="gray", linestyle="--", label="halo hand")
     ax.axhline(report["model_s"] * 1e3, color="orange", linestyle=":", label="halo auto")
+    adams = report.get("adams2019") or {}
+    if adams.get("curve"):
+        ax.step([s for s, _ in adams["curve"]], [b * 1e3 for _, b in adams["curve"]],
+                where="post", color="green", label="Halide Adams2019 (best sampled)")
     ax.set_xlabel("tuning seconds")
     ax.set_ylabel("run time (ms)")
     ax.set_title(f"{report['app']}: tuning curve")
