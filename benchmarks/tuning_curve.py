@@ -121,7 +121,7 @@ def _adams2019(case, arrays: dict, expected: np.ndarray, threads: int, budget_s:
     if case.app not in twins.TWINS:
         return {"skipped": f"no Halide twin of {case.app}"}
     start = time.monotonic()
-    curve, best, default_s, seed, wrong = [], None, None, 0, 0
+    curve, best, best_source, default_s, seed, wrong = [], None, None, None, 0, 0
     while seed == 0 or time.monotonic() - start < budget_s:
         options = {} if seed == 0 else {"beam_size": "1", "random_dropout": "1",
                                         "random_dropout_seed": str(seed)}
@@ -134,11 +134,12 @@ def _adams2019(case, arrays: dict, expected: np.ndarray, threads: int, budget_s:
         else:
             t = median_time(lambda out=out, done=done: done.run(out), repeats)
             default_s = t if seed == 0 else default_s
-            best = t if best is None else min(best, t)
+            if best is None or t < best:
+                best, best_source = t, done.source
             curve.append((time.monotonic() - start, best))
         seed += 1
     return {"best_s": best, "default_s": default_s, "samples": seed, "wrong": wrong,
-            "curve": curve}
+            "curve": curve, "best_source": best_source}
 
 
 def _plot(report: dict, path: Path) -> None:
