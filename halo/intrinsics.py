@@ -176,6 +176,21 @@ def _broadcast(builder: ir.IRBuilder, scalar: ir.Value, lanes: int) -> ir.Value:
     return builder.shuffle_vector(one, one, zeros)
 
 
+def _matmul_spec(name: str, operands, rows: int, columns: int, depth: int):
+    """(spec, a, b): `spec[i, j] = sum_k float32(a[i, k]) * float32(b[k, j])` over a
+    `rows x columns` tile and `depth` steps of k, `a` and `b` of type `operands` (the cast
+    is no cast for float32)."""
+    i, j = Var("i"), Var("j")
+    a = ImageParam(operands, 2, f"{name}_a")
+    b = ImageParam(operands, 2, f"{name}_b")
+    k = RDom((0, depth), name="k")
+    spec = Func(f"{name}_spec")
+    spec[i, j] = cast(float32, 0.0)
+    spec[i, j] += cast(float32, a[i, k]) * cast(float32, b[k, j])
+    spec.bound(i, 0, rows).bound(j, 0, columns)
+    return spec, a, b
+
+
 def fma_outer_product(rows: int, columns: int, depth: int) -> Intrinsic:
     """The float32 micro-kernel `spec[i, j] += a[i, k] * b[k, j]` for a `rows x columns`
     tile over `depth` steps of k, on fused multiply-adds; `columns` a multiple of the
@@ -191,14 +206,7 @@ def fma_outer_product(rows: int, columns: int, depth: int) -> Intrinsic:
         raise DefinitionError(f"{call}: columns must be a multiple of {lanes}, the float32 "
                               "lanes of this host's registers")
     name = f"fma_outer_{rows}x{columns}x{depth}"
-    i, j = Var("i"), Var("j")
-    a = ImageParam(float32, 2, f"{name}_a")
-    b = ImageParam(float32, 2, f"{name}_b")
-    k = RDom((0, depth), name="k")
-    spec = Func(f"{name}_spec")
-    spec[i, j] = 0.0
-    spec[i, j] += a[i, k] * b[k, j]
-    spec.bound(i, 0, rows).bound(j, 0, columns)
+    spec, a, b = _matmul_spec(name, float32, rows, columns, depth)
     vector = ir.VectorType(ir.FloatType(), lanes)
     fma = f"llvm.fma.v{lanes}f32"
 
@@ -253,14 +261,7 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
             raise DefinitionError(f"{call}: {what} must be a multiple of {_WMMA}, the side "
                                   "of a WMMA fragment")
     name = f"mma_f16_f32_{rows}x{columns}x{depth}"
-    i, j = Var("i"), Var("j")
-    a = ImageParam(float16, 2, f"{name}_a")
-    b = ImageParam(float16, 2, f"{name}_b")
-    k = RDom((0, depth), name="k")
-    spec = Func(f"{name}_spec")
-    spec[i, j] = cast(float32, 0.0)
-    spec[i, j] += cast(float32, a[i, k]) * cast(float32, b[k, j])
-    spec.bound(i, 0, rows).bound(j, 0, columns)
+    spec, a, b = _matmul_spec(name, float16, rows, columns, depth)
     tiles = (rows // _WMMA, columns // _WMMA)
 
     def init(ctx) -> None:

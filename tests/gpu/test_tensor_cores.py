@@ -6,19 +6,16 @@ import numpy as np
 import pytest
 
 import halo
+from apps import matmul
 from halo import intrinsics
 
 RNG = np.random.default_rng(5)
 
 
 def _global_operands():
-    i, j = halo.vars("i j")
-    A = halo.ImageParam(halo.float16, 2, "A")
-    B = halo.ImageParam(halo.float16, 2, "B")
-    k = halo.RDom((0, A.shape[1]), name="k")
-    C = halo.Func("C")
-    C[i, j] = halo.cast(halo.float32, 0.0)
-    C[i, j] += halo.cast(halo.float32, A[i, k]) * halo.cast(halo.float32, B[k, j])
+    A, B, C, funcs = matmul.algorithm_fp16()
+    i, j = C.args
+    k = funcs["k"]
     io, jo, ii, ji, ko, ki, r, tx, wi, wj, ti, tj = halo.vars(
         "io jo ii ji ko ki r tx wi wj ti tj")
     mma = intrinsics.mma_f16_f32(16, 32, 16)

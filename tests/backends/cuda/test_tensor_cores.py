@@ -182,7 +182,7 @@ def message(fn, error=halo.ScheduleError) -> str:
 
 
 def test_a_warp_intrinsic_on_the_host_is_refused():
-    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    C, k = _fp16_algorithm()
     i, j = C.args
     io, jo, ii, ji = halo.vars("io jo ii ji")
     C.tile(i, j, io, jo, ii, ji, 32, 32).tensorize(ii, intrinsics.mma_f16_f32(32, 32, 32))
@@ -192,13 +192,13 @@ def test_a_warp_intrinsic_on_the_host_is_refused():
         "target")
 
 
-_READS: dict[str, halo.ImageParam] = {}
-
-
-def _fp16_algorithm(value):
+def _fp16_algorithm(value=None):
+    """The fp16 matmul (C, k), or with `value(a, b)` as its product."""
+    if value is None:
+        _, _, C, funcs = matmul.algorithm_fp16()
+        return C, funcs["k"]
     i, j = halo.vars("i j")
     A = halo.ImageParam(halo.float16, 2, "A")
-    _READS["A"] = A
     B = halo.ImageParam(halo.float16, 2, "B")
     k = halo.RDom((0, A.shape[1]), name="k")
     C = halo.Func("C")
@@ -229,7 +229,7 @@ def test_a_nest_that_multiplies_other_types_is_refused_with_the_first_difference
 
 
 def test_a_tile_of_the_wrong_depth_is_refused():
-    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    C, k = _fp16_algorithm()
     _schedule(C, k, split=16)
     assert message(lambda: C.lower(CUDA)) == (
         "C.update(0).tensorize(ii, mma_f16_f32_32x32x32): loop ki has extent 16, but the "
@@ -238,7 +238,7 @@ def test_a_tile_of_the_wrong_depth_is_refused():
 
 
 def test_a_warp_call_with_three_thread_loops_around_it_is_refused():
-    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    C, k = _fp16_algorithm()
     i, j = C.args
     io, jo, ii, ji, a, b, c, d, e, ko, ki = halo.vars("io jo ii ji a b c d e ko ki")
     mma = intrinsics.mma_f16_f32(32, 32, 32)
@@ -257,8 +257,8 @@ def test_a_warp_call_with_three_thread_loops_around_it_is_refused():
 def test_a_func_computed_inside_the_warp_loops_is_refused():
     """Registers of a Func computed inside a warp's thread loops would be one copy per
     lane; halo refuses and says where it could go."""
-    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
-    A = _READS["A"]
+    A, _, C, funcs = matmul.algorithm_fp16()
+    k = funcs["k"]
     i, j = C.args
     io, jo, ii, ji, ko, ki, bo, wi = halo.vars("io jo ii ji ko ki bo wi")
     mma = intrinsics.mma_f16_f32(32, 32, 32)
@@ -277,7 +277,7 @@ def test_a_func_computed_inside_the_warp_loops_is_refused():
 
 def test_a_block_whose_width_is_not_a_multiple_of_32_is_refused():
     """The copy-out of the kernel binds 48 threads along x: warps would straddle rows."""
-    C, k = _fp16_algorithm(lambda a, b: halo.cast(halo.float32, a) * halo.cast(halo.float32, b))
+    C, k = _fp16_algorithm()
     i, j = C.args
     io, jo, ii, ji, ko, ki, r, tx, wi, wj, ti, tj = halo.vars(
         "io jo ii ji ko ki r tx wi wj ti tj")
