@@ -14,6 +14,7 @@ from halo.autoschedule.validate import Validator
 from halo.lang.environment import Environment
 from halo.random_programs.random_pipeline import random_pipeline
 from halo.schedule.calls import Call, StageRef
+from tests.autoschedule.jobs import two_outputs_with_a_param
 
 
 def _check(out, inputs, shapes):
@@ -141,15 +142,7 @@ def test_a_failing_candidate_is_refused_and_undone():
 def test_pipeline_of_two_outputs():
     """Both outputs are scheduled (and in `.source`), the Func they share too, and a
     Param's default is the value planned for."""
-    y, x = halo.vars("y x")
-    inp = halo.ImageParam(halo.float32, 2, "inp")
-    k = halo.Param(halo.float32, "k", 2.0)
-    a, b, c = halo.Func("a"), halo.Func("b"), halo.Func("c")
-    a[y, x] = inp[y, x] * k
-    b[y, x] = a[y, x] + a[y, x + 1]
-    c[y, x] = a[y, x] - a[y + 1, x]
-    image = np.random.default_rng(6).random((40, 50), dtype=np.float32)
-    pipeline = halo.Pipeline([b, c])
+    inp, b, c, image, pipeline = two_outputs_with_a_param()
     result = halo.autoschedule(pipeline, estimates={b: (39, 49), c: (39, 49)},
                                inputs={inp: image}, budget_s=5)
     assert "b." in result.source and "c." in result.source

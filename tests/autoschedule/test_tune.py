@@ -22,7 +22,7 @@ from halo.autoschedule.search import Machine, Search, State
 from halo.autoschedule.validate import apply_calls
 from halo.lang import schedule_to_json
 from halo.lang.environment import Environment
-from tests.autoschedule.jobs import Sabotaged
+from tests.autoschedule.jobs import Sabotaged, two_outputs_with_a_param
 
 BUDGET_S = 6.0
 
@@ -206,15 +206,7 @@ def test_a_larger_budget_resumes_without_measuring_again(tmp_path):
 
 def test_tuning_a_pipeline_of_two_outputs_with_a_param():
     """Both outputs are measured and compared; the Param's value travels with the jobs."""
-    y, x = halo.vars("y x")
-    inp = halo.ImageParam(halo.float32, 2, "inp")
-    k = halo.Param(halo.float32, "k", 2.0)
-    a, b, c = halo.Func("a"), halo.Func("b"), halo.Func("c")
-    a[y, x] = inp[y, x] * k
-    b[y, x] = a[y, x] + a[y, x + 1]
-    c[y, x] = a[y, x] - a[y + 1, x]
-    image = np.random.default_rng(6).random((40, 50), dtype=np.float32)
-    pipeline = halo.Pipeline([b, c])
+    inp, b, c, image, pipeline = two_outputs_with_a_param()
     result = halo.autoschedule(pipeline, estimates={b: (39, 49), c: (39, 49)},
                                inputs={inp: image}, measure=True, budget_s=4.0)
     assert result.measured_s is not None
