@@ -9,10 +9,13 @@ phase. All of them run on the same threads of the block, so:
   extents of that axis (the innermost thread loop of a nest is axis x, the next y, then
   z); each thread loop then runs over the whole block and guards its own extent
   (`for t in gpu_thread(bx): if t < min + extent: ...`), so partial tiles are guarded;
-* a `__syncthreads()` (`sync_threads()`) separates phases where a kernel has shared
-  memory: between consecutive phases, and at the end of a serial loop's body whose
-  phases run again in its next iteration (a producer must not overwrite what a slower
-  thread still reads);
+* a `__syncthreads()` (`sync_threads()`) goes before each phase that touches shared
+  memory which the phases since the last barrier touched in a conflicting way (one
+  writes what the other reads or writes; a serial loop's body also meets what its
+  previous iteration touched): a consumer waits for its producer, and a producer must
+  not overwrite what a slower thread still reads, but the copies of two operands into
+  shared memory, or the iterations of a loop that only fills a buffer, run without
+  one;
 * stores at block level (outside every thread loop) run on the block's first thread only.
 
 It also refuses what no GPU runs: a thread-loop extent without a constant bound, more than
@@ -22,6 +25,7 @@ on flat IR, for GPU targets only.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import prod
 
 from halo.analysis.simplify import simplify
@@ -32,7 +36,7 @@ from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import expand_lets, var_names
 from halo.ir.types import Type, bool_, int32
-from halo.ir.visitor import IRMutator, rewrite, walk
+from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
 from halo.lower.context import LowerContext
 from halo.lower.gpu_levels import loop_func
 from halo.schedule.records import stage_label
@@ -79,6 +83,56 @@ def shared_buffers(kernel: n.Stmt) -> dict[str, tuple[Type, int]]:
             size = max(int(a.size.value), found.get(a.name, (a.type, 0))[1])
             found[a.name] = (a.type, size)
     return found
+
+
+@dataclass(frozen=True)
+class _Hazards:
+    """What phases since the last barrier did to shared memory: the buffers they read,
+    and the (buffer, stage) pairs they wrote (the stage from the loops around a store;
+    -1 where none says)."""
+    reads: frozenset[str] = frozenset()
+    writes: frozenset[tuple[str, int]] = frozenset()
+
+    def __or__(self, other: _Hazards) -> _Hazards:
+        return _Hazards(self.reads | other.reads, self.writes | other.writes)
+
+    def conflicts(self, later: _Hazards) -> bool:
+        """Whether a phase that does `later` must wait for these: it reads what they
+        wrote, writes what they read, or writes what they wrote in another stage or in
+        an update (a pure stage writes each point once, or the same value again where a
+        shifted tail overlaps, so its own iterations need no order)."""
+        written = {name for name, _ in self.writes}
+        if later.reads & written or {name for name, _ in later.writes} & self.reads:
+            return True
+        return any(name == other and (stage != other_stage or stage != 0)
+                   for name, stage in later.writes for other, other_stage in self.writes)
+
+
+_NO_HAZARDS = _Hazards()
+
+
+def _shared_accesses(s: n.Stmt, shared: frozenset[str]) -> _Hazards:
+    """What `s` does to the shared buffers (a tensor call's operands: read and write)."""
+    reads: set[str] = set()
+    writes: set[tuple[str, int]] = set()
+
+    def visit(x: n.Node, stage: int) -> None:
+        if isinstance(x, n.For):
+            found = loop_func(x.name)
+            stage = stage if found is None else found[1]
+        if isinstance(x, n.Load) and x.name in shared:
+            reads.add(x.name)
+        elif isinstance(x, n.Store) and x.name in shared:
+            writes.add((x.name, stage))
+        elif isinstance(x, n.TensorCall):
+            for o in x.operands:
+                if o.name in shared:
+                    reads.add(o.name)
+                    writes.add((o.name, -1))
+        for child in child_nodes(x):
+            visit(child, stage)
+    visit(s, -1)
+    return _Hazards(frozenset(reads), frozenset(writes))
 
 
 def _thread_chains(s: n.Stmt) -> list[list[n.For]]:
@@ -233,7 +287,7 @@ class _Fuse:
                 f"{self.label}: its GPU blocks would use {used} bytes of shared memory ({parts}"
                 f"), more than the {MAX_SHARED_BYTES} a block may hold; use smaller block "
                 "tiles, or store a Func in registers (compute it inside the thread loops)")
-        self.shared = bool(shared)
+        self.shared_names = frozenset(shared)
         self.threaded = threads > 1
 
     @staticmethod
@@ -265,52 +319,84 @@ class _Fuse:
 
     def kernel(self) -> n.Stmt:
         loop = self.kernel_loop
-        body, _ = self._phases(loop.body)
+        body, _ = self._phases(loop.body, _NO_HAZARDS)
         body = _RegisterIndices().mutate(body)
         return n.For(loop.name, loop.min, loop.extent, loop.kind, body)
 
-    def _phases(self, s: n.Stmt) -> tuple[n.Stmt, bool]:
-        """`s` with barriers between its phases, and whether it holds a phase (work of the
-        block's threads: a thread-loop nest, or stores)."""
+    def _phases(self, s: n.Stmt, pending: _Hazards) -> tuple[n.Stmt, _Hazards]:
+        """`s` with a barrier before each phase (work of the block's threads: a
+        thread-loop nest, or stores) that touches shared memory the phases since the
+        last barrier (`pending`) touched in a conflicting way (one writes what the other
+        reads or writes); and what is pending after `s`."""
         if not _has_thread_loop(s):
             if not _has_store(s):
-                return s, False
-            return (n.IfThenElse(first_thread(), s) if self.threaded else s), True
+                return s, pending
+            return self._phase(n.IfThenElse(first_thread(), s) if self.threaded else s,
+                               s, pending)
         match s:
             case n.For(kind=n.ForKind.GPU_THREAD):
-                return self._guarded(_thread_chains(s)[0]), True
+                return self._phase(self._guarded(_thread_chains(s)[0]), s, pending)
             case n.Block(stmts=stmts):
-                done = [self._phases(x) for x in stmts]
                 out: list[n.Stmt] = []
-                for i, (x, phase) in enumerate(done):
+                for x in stmts:
+                    x, pending = self._phases(x, pending)
                     out.append(x)
-                    if phase and self.shared and any(p for _, p in done[i + 1:]):
-                        out.append(sync_threads())
-                return n.block(*out), any(p for _, p in done)
+                return n.block(*out), pending
             case n.ProducerConsumer(name=name, produce=p, consume=c):
-                (p, pp), (c, cp) = self._phases(p), self._phases(c)
-                if pp and cp and self.shared:
-                    p = n.block(p, sync_threads())
-                return n.ProducerConsumer(name, p, c), pp or cp
+                p, pending = self._phases(p, pending)
+                c, pending = self._phases(c, pending)
+                return n.ProducerConsumer(name, p, c), pending
             case n.IfThenElse(condition=cond, then_case=t, else_case=e):
-                (t, tp), (e, ep) = self._phases(t), (None, False) if e is None \
-                    else self._phases(e)
-                return n.IfThenElse(cond, t, e), tp or ep
+                # (a condition at block level is the same in every thread of the
+                # block, so a barrier may go inside a branch, or before the branch for
+                # what its phases wait for from before it: it then runs once)
+                barrier, pending = self._reading(cond, pending)
+                touched = _shared_accesses(s, self.shared_names)
+                if not barrier and pending.conflicts(touched):
+                    barrier, pending = [sync_threads()], _NO_HAZARDS
+                t, after = self._phases(t, pending)
+                if e is not None:
+                    e, other = self._phases(e, pending)
+                    after = after | other
+                return n.block(*barrier, n.IfThenElse(cond, t, e)), after | pending
             case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
-                body, phase = self._phases(body)
                 # An inner block loop (partition_loops may branch between block loops)
-                # runs once per block: no next iteration to separate; the
-                # next iteration of any other loop runs its phases again after these.
-                if phase and self.shared and kind is not n.ForKind.GPU_BLOCK:
-                    body = n.block(body, sync_threads())
-                return n.For(name, lo, extent, kind, body), phase
+                # runs once per block; any other loop's next iteration runs its phases
+                # again after these, so what its body touches is pending at its start.
+                # A barrier that only orders the loop after what came before (a loop
+                # that fills a buffer others read before it) goes before the loop.
+                if kind is n.ForKind.GPU_BLOCK:
+                    body, after = self._phases(body, pending)
+                    return n.For(name, lo, extent, kind, body), after | pending
+                touched = _shared_accesses(body, self.shared_names)
+                barrier = []
+                if pending.conflicts(touched) and not touched.conflicts(touched):
+                    barrier, pending = [sync_threads()], _NO_HAZARDS
+                body, after = self._phases(body, pending | touched)
+                return n.block(*barrier, n.For(name, lo, extent, kind, body)), after | pending
             case n.LetStmt(name=name, value=value, body=body):
-                body, phase = self._phases(body)
-                return n.LetStmt(name, value, body), phase
+                barrier, pending = self._reading(value, pending)
+                body, pending = self._phases(body, pending)
+                return n.block(*barrier, n.LetStmt(name, value, body)), pending
             case n.Allocate(name=name, type=t, size=size, body=body, scope=scope):
-                body, phase = self._phases(body)
-                return n.Allocate(name, t, size, body, scope), phase
-        return s, True
+                body, pending = self._phases(body, pending)
+                return n.Allocate(name, t, size, body, scope), pending
+        return self._phase(s, s, pending)
+
+    def _reading(self, e: n.Expr, pending: _Hazards) -> tuple[list[n.Stmt], _Hazards]:
+        """A barrier before block-level code that computes `e` (every thread does), if
+        `e` reads shared memory a pending phase wrote."""
+        reads = frozenset(x.name for x in walk(e)
+                          if isinstance(x, n.Load) and x.name in self.shared_names)
+        if reads & {name for name, _ in pending.writes}:
+            return [sync_threads()], _Hazards(reads)
+        return [], pending | _Hazards(reads)
+
+    def _phase(self, emitted: n.Stmt, s: n.Stmt, pending: _Hazards) -> tuple[n.Stmt, _Hazards]:
+        touched = _shared_accesses(s, self.shared_names)
+        if pending.conflicts(touched):
+            return n.block(sync_threads(), emitted), touched
+        return emitted, pending | touched
 
     def _guarded(self, chain: list[n.For]) -> n.Stmt:
         """A thread-loop nest over the whole block, its loops still one nest, the guards
