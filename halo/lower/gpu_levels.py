@@ -14,7 +14,8 @@ runs after bounds inference and before storage flattening. It checks:
   nest: a Func computed inside a block binds only threads, one inside threads binds none;
 * the memory each Realize asks for suits its level, and chooses it: on the host, device
   memory ("global"); at block level, the block's shared memory ("shared", the default
-  there, as in Halide); at thread level, the thread's registers ("local").
+  there, as in Halide), or registers ("local") where each thread keeps to a part of its
+  own (`block_registers` checks that); at thread level, the thread's registers ("local").
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ _LOOP_NAME = re.compile(r"(?P<func>.+?)\.s(?P<stage>\d+)\.")
 # The memory each level allows, by the scope a schedule asked for: None means refused.
 _SCOPES = {
     Level.HOST: {"auto": "global", "global": "global", "stack": "global"},
-    Level.BLOCK: {"auto": "shared", "shared": "shared"},
+    Level.BLOCK: {"auto": "shared", "shared": "shared", "local": "local"},
     Level.THREAD: {"auto": "local", "local": "local", "stack": "local"},
 }
 _WHERE = {Level.HOST: "at root, outside every GPU block loop",

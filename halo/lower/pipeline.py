@@ -19,6 +19,7 @@ from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.printer import stmt_to_str
 from halo.lang.environment import Environment
+from halo.lower.block_registers import block_registers
 from halo.lower.bounds_inference import RegionCheck, bounds_inference
 from halo.lower.context import LowerContext
 from halo.lower.count_stores import count_stores, store_count_names
@@ -71,6 +72,9 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         # by its level (host, block, thread); before flattening, which sizes shared and
         # local buffers by constant bounds.
         *([("gpu_levels", gpu_levels)] if gpu else []),
+        # GPU only: a block-level Func in "local" memory as each thread's part; after
+        # gpu_levels (which allows it there), before flattening, which sizes the part.
+        *([("block_registers", block_registers)] if gpu else []),
         # GPU only: lanes for warp-scoped tensor calls; after gpu_levels, which checks the
         # thread loops as the schedule wrote them.
         *([("warp_lanes", warp_lanes)] if gpu else []),

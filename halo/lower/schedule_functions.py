@@ -36,6 +36,7 @@ from halo.lang.func import Definition
 from halo.lower.context import LowerContext
 from halo.lower.inline import inline_calls
 from halo.schedule.records import LoopLevel, PlacementKind, StageSchedule, stage_label
+from halo.target import TargetKind
 
 
 def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
@@ -143,7 +144,8 @@ def _stage_loops(func: str, k: int, definition: Definition, sched: StageSchedule
     made = set(ir_name.values())  # every IR name of this stage (a loop name may be reused)
     for t in sched.transforms:  # (a Reorder only moved loops: sched.dims has the result)
         if isinstance(t, Split):
-            lets.append(_split_let(t, ir_name, ranges[t.old], k, short, whole_tiles))
+            lets.append(_split_let(t, ir_name, ranges[t.old], k, short, whole_tiles,
+                                   ctx.target.kind is TargetKind.CUDA))
         elif isinstance(t, Fuse):
             lets += _fuse_lets(t, prefix, ir_name, ranges[t.outer], ranges[t.inner], made)
         made |= set(ir_name.values())
@@ -234,9 +236,10 @@ def _initial_dims(definition: Definition, sched: StageSchedule) -> list[str]:
 
 
 def _split_let(t: Split, ir_name: dict[str, str], old_range: LoopRange, k: int,
-               short: list[n.Expr], whole_tiles: bool) -> _Let:
+               short: list[n.Expr], whole_tiles: bool, gpu: bool) -> _Let:
     """The let that rebuilds the variable split by `t` (over `old_range`) from its two
-    loops, which it names in `ir_name`."""
+    loops, which it names in `ir_name`. gpu: a shift_inwards split of an extent smaller
+    than its factor starts at the min and guards its end."""
     old = ir_name.pop(t.old)
     outer, inner = f"{old}.{t.outer}", f"{old}.{t.inner}"
     ir_name[t.outer], ir_name[t.inner] = outer, inner
@@ -252,6 +255,16 @@ def _split_let(t: Split, ir_name: dict[str, str], old_range: LoopRange, k: int,
             short.append(n.LE(const(t.factor), extent))
         if needs_guard and whole_tiles:
             return _Let(old, value)
+        if needs_guard and gpu:
+            # On a GPU it doesn't shift: its one tile starts at lo and guards its end,
+            # as a guard split does, so a Func computed in the consumer's blocks in
+            # registers (block_registers) sees each thread at the points its consumer's
+            # thread reads. (On the host, sliding windows rely on the shifted form.)
+            start = n.Max(n.Min(n.Mul(n.Var(outer), const(t.factor)),
+                                n.Sub(extent, const(t.factor))), const(0))
+            return _Let(old, n.promise_clamped(n.Add(n.Add(lo, start), n.Var(inner)), lo,
+                                               old_range.max),
+                        n.LT(n.Var(inner), extent))
         return _Let(old, n.promise_clamped(value, lo, old_range.max),
                     n.LE(lo, n.Var(old)) if needs_guard else None)
     if tail is TailStrategy.GUARD:

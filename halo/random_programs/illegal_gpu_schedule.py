@@ -114,8 +114,8 @@ def bind_reduction_loop(d: GpuDrawer, rng: random.Random) -> Call | None:
 
 def store_in_wrong_memory(d: GpuDrawer, rng: random.Random) -> Call | None:
     """A memory the Func's level can't have: shared memory at root or inside threads,
-    registers at root or at block level."""
-    wrong = {KERNEL: ("shared", "local"), BLOCK: ("local", "global"),
+    registers at root, device memory at block level or inside threads."""
+    wrong = {KERNEL: ("shared", "local"), BLOCK: ("global",),
              THREAD: ("shared", "global")}
     options = [(name, scope) for level, scopes in wrong.items()
                for name in _at_level(d, level) if name != d.pipeline.output.name

@@ -137,7 +137,10 @@ def _place(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Random) -> 
         return
     level = drawer.levels[name] = KERNEL if placed == "root" else placed[2]
     if rng.random() < STORE_IN_RATE:
-        drawer.emit(Call(ref, "store_in", (SCOPE_OF_LEVEL[level],)))
+        # at block level, sometimes registers: legal where each thread touches a part of
+        # its own (block_registers), which the draw can't foresee: a refusal is unfit
+        scope = "local" if level == BLOCK and rng.random() < 0.5 else SCOPE_OF_LEVEL[level]
+        drawer.emit(Call(ref, "store_in", (scope,)))
 
 
 def _outside_a_block_loop(drawer: GpuDrawer, ref: StageRef, var: str) -> bool:

@@ -93,8 +93,9 @@ def test_a_thread_extent_without_constant_bound_is_refused():
 
 
 @pytest.mark.parametrize(("scope", "where", "message"), [
-    ("local", "block", "computed inside a GPU block loop, outside the thread loops, where its "
-                       "buffer can't be in 'local' memory"),
+    ("local", "block", r"computed at a GPU block loop, where registers hold it only if each "
+                       r"thread reads and writes a part of its own; one access runs in threads "
+                       r"\(x: 8, y: 8\) and another in threads \(x: 8, y: 9\)"),
     ("shared", "thread", "computed inside GPU thread loops, where its buffer can't be in "
                          "'shared' memory"),
     ("shared", "root", "computed at root, outside every GPU block loop"),
