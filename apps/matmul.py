@@ -13,7 +13,7 @@ from halo import intrinsics
 
 
 def algorithm():
-    """Returns (A, B, C, {name: Func or RDom}) with C[i, j] = sum_k A[i, k] * B[k, j]."""
+    """Returns (A, B, C, {name: Func, RDom or input}) with C[i, j] = sum_k A[i, k] * B[k, j]."""
     i, j = halo.vars("i j")
     A = halo.ImageParam(halo.float32, 2, "A")
     B = halo.ImageParam(halo.float32, 2, "B")
@@ -21,7 +21,7 @@ def algorithm():
     C = halo.Func("C")
     C[i, j] = 0.0
     C[i, j] += A[i, k] * B[k, j]
-    return A, B, C, {"C": C, "k": k}
+    return A, B, C, {"C": C, "k": k, "A": A, "B": B}
 
 
 def blocking() -> tuple[int, int, int]:
@@ -57,27 +57,52 @@ def schedule(funcs) -> None:
     C_local.update(0).reorder(k.x, i, j).vectorize(j, lanes).unroll(j).unroll(i)
 
 
-def gpu_schedule(funcs, register_tile: int = 4) -> None:
-    """For target 'cuda': 64 x 64 tiles of C per block of 16 x 16 threads; each thread
-    accumulates a 4 x 4 register tile (a `cache_write("local")` stage computed inside the
-    thread loops, its loops unrolled so every access is at a constant offset), k
-    outermost in its update."""
+def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16) -> None:
+    """For target 'cuda': a `tile` x `tile` block of C per GPU block of 16 x 16 threads
+    (tile / register_tile each way), each thread accumulating a `register_tile` square in
+    registers across the whole k loop, with A's and B's panels staged in shared memory
+    `depth` steps of k at a time (the SGEMM pattern):
+
+    * C_local (`cache_write("local")`) is computed at the block loop and stored in
+      registers: its stages and C's copy-out give every thread the same part (the same
+      `register_tile` split of the same thread loops, guarded tails), so each thread
+      keeps its own part (`lower/block_registers.py`);
+    * its update runs k in steps of `depth`; per step, the block's threads copy an A
+      panel (tile x depth) and a B panel (depth x tile) into shared memory, then each
+      thread runs the step's `depth` x `register_tile`^2 multiply-adds unrolled (CUDA
+      reads the panels four floats at a time).
+
+    C's tiles shift inwards, so any C of at least a tile is whole tiles."""
     i, j = halo.vars("i j")
-    io, jo, ii, ji, iv, jv, ty, tx = halo.vars("io jo ii ji iv jv ty tx")
-    C, k = funcs["C"], funcs["k"]
-    tile = 16 * register_tile
+    io, jo, ii, ji, iv, jv, ty, tx, ko, ki = halo.vars("io jo ii ji iv jv ty tx ko ki")
+    C, k, A, B = funcs["C"], funcs["k"], funcs["A"], funcs["B"]
+    r = register_tile
     C_local = C.cache_write("local")
-    C.tile(i, j, io, jo, ii, ji, tile, tile)
-    C.split(ii, ty, iv, register_tile).split(ji, tx, jv, register_tile)
+    C.tile(i, j, io, jo, ii, ji, tile, tile).split(ii, ty, iv, r).split(ji, tx, jv, r)
     C.reorder(io, jo, ty, tx, iv, jv).gpu_blocks(io, jo).gpu_threads(ty, tx)
     C.unroll(iv).unroll(jv)
-    C_local.compute_at(C, tx).unroll(i).unroll(j)
-    C_local.update(0).reorder(k.x, i, j).unroll(i).unroll(j)
+    C_local.compute_at(C, jo)
+    C_local.split(i, ty, iv, r, tail="guard").split(j, tx, jv, r, tail="guard")
+    C_local.reorder(ty, tx, iv, jv).gpu_threads(ty, tx).unroll(iv).unroll(jv)
+    update = C_local.update(0)
+    update.split(k, ko, ki, depth).split(i, ty, iv, r).split(j, tx, jv, r)
+    update.reorder(ko, ty, tx, ki, iv, jv).gpu_threads(ty, tx)
+    update.unroll(ki).unroll(iv).unroll(jv)
+    threads = tile // r
+    rows, columns, rt, ct = halo.vars("rows columns rt ct")
+    for panel in (A.cache_read("shared", [C_local]), B.cache_read("shared", [C_local])):
+        row, column = panel.args
+        panel.compute_at(update, ko).split(row, rows, rt, threads)
+        panel.split(column, columns, ct, threads).reorder(rows, columns, rt, ct)
+        panel.gpu_threads(rt, ct).unroll(rows).unroll(columns)
 
 
 def gpu_schedule_vthread(funcs) -> None:
-    """The same tiles, each thread's 4 x 4 points strided by 16 (virtual threads), so a
-    warp's loads of B and stores of C are unit-stride."""
+    """64 x 64 tiles of C per block of 16 x 16 threads, each thread's 4 x 4 points
+    strided by 16 (virtual threads), so a warp's loads of B and stores of C are
+    unit-stride; each thread accumulates its points in registers (a
+    `cache_write("local")` stage computed inside the thread loops), reading A and B
+    through the caches."""
     i, j = halo.vars("i j")
     io, jo, ii, ji, vi, vj, ty, tx = halo.vars("io jo ii ji vi vj ty tx")
     C, k = funcs["C"], funcs["k"]

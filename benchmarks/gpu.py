@@ -178,8 +178,10 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         compile_s = time.perf_counter() - start
         check = a @ b
         variants = {"torch (cuBLAS, TF32 off)": lambda: a @ b}
-        for label, schedule in (("halo, 8 x 8 registers a thread",
-                                 lambda f: matmul.gpu_schedule(f, register_tile=8)),
+        for label, schedule in (("halo, 64 x 64 tiles, 4 x 4 registers a thread",
+                                 lambda f: matmul.gpu_schedule(f, tile=64, register_tile=4)),
+                                ("halo, k steps of 32",
+                                 lambda f: matmul.gpu_schedule(f, depth=32)),
                                 ("halo, vthread 4 x 4", matmul.gpu_schedule_vthread)):
             other, _ = _halo(matmul, lambda f: f["C"], schedule)
             c3 = torch.empty(n, n, device=dev)

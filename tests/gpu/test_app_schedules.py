@@ -18,10 +18,13 @@ def test_blur(shape):
                                halo.reference(out, shape, inputs={inp: image}), rtol=1e-5)
 
 
-@pytest.mark.parametrize("schedule", [matmul.gpu_schedule, matmul.gpu_schedule_vthread,
-                                      lambda f: matmul.gpu_schedule(f, register_tile=8)],
-                         ids=["registers4", "vthread", "registers8"])
-@pytest.mark.parametrize(("n", "k", "m"), [(1, 1, 1), (67, 13, 45), (128, 64, 192)])
+@pytest.mark.parametrize("schedule", [
+    matmul.gpu_schedule, matmul.gpu_schedule_vthread,
+    lambda f: matmul.gpu_schedule(f, tile=64, register_tile=4),
+    lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=8),
+], ids=["shared128", "vthread", "shared64", "shared32"])
+@pytest.mark.parametrize(("n", "k", "m"), [(1, 1, 1), (67, 13, 45), (128, 64, 192),
+                                           (131, 37, 257), (300, 33, 129)])
 def test_matmul(n, k, m, schedule):
     A, B, C, funcs = matmul.algorithm()
     schedule(funcs)
