@@ -114,16 +114,20 @@ def gpu_schedule_vthread(funcs) -> None:
     C_local.update(0).reorder(k.x, i, j)
 
 
-def algorithm_fp16():
-    """Returns (A, B, C, {name: Func or RDom}) with C[i, j] = sum_k float32(A[i, k]) *
-    float32(B[k, j]): float16 inputs, float32 sums (what tensor cores compute)."""
+def algorithm_fp16(product=None):
+    """Returns (A, B, C, {name: Func, RDom or input}) with C[i, j] = sum_k float32(A[i, k])
+    * float32(B[k, j]): float16 inputs, float32 sums (what tensor cores compute); or
+    with `product(a, b)` of the two float16 values as the term summed."""
     i, j = halo.vars("i j")
     A = halo.ImageParam(halo.float16, 2, "A")
     B = halo.ImageParam(halo.float16, 2, "B")
     k = halo.RDom((0, A.shape[1]), name="k")
     C = halo.Func("C")
     C[i, j] = halo.cast(halo.float32, 0.0)
-    C[i, j] += halo.cast(halo.float32, A[i, k]) * halo.cast(halo.float32, B[k, j])
+    if product is None:
+        C[i, j] += halo.cast(halo.float32, A[i, k]) * halo.cast(halo.float32, B[k, j])
+    else:
+        C[i, j] += product(A[i, k], B[k, j])
     return A, B, C, {"C": C, "k": k, "A": A, "B": B}
 
 

@@ -165,7 +165,7 @@ class _Privatize:
                         f"{'a store' if a.write else 'a load'}")
         sizes = [max(box[1][d] for box in boxes) for d in range(len(starts))]
         self._check_disjoint(starts, sizes, shape)
-        body = _Rewrite(self.r.name, starts, self.accesses).mutate(self.r.body)
+        body = _Rewrite(self.r.name, starts).mutate(self.r.body)
         bounds = tuple((const(0), const(size)) for size in sizes)
         return n.Realize(self.r.name, self.r.type, bounds, body, self.r.scope)
 
@@ -254,7 +254,7 @@ class _Rewrite(IRMutator):
     """Every access of the buffer relative to its thread's part (the proof's starts,
     with the thread indices of the access's own loops)."""
 
-    def __init__(self, name: str, starts: list[n.Expr], accesses: list[_Access]):
+    def __init__(self, name: str, starts: list[n.Expr]):
         self.name, self.starts = name, starts
         self.loops: list[n.For] = []
         self.lets: dict[str, n.Expr] = {}

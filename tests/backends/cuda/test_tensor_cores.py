@@ -137,12 +137,7 @@ def test_a_user_declared_warp_intrinsic_gets_a_cuda_context():
                  f"{ctx.address(inp, f'{e} / 8', f'{e} % 8')}[0];")
     copy = halo.Intrinsic("warp_copy", spec, emit=emit, scope="warp")
 
-    x, y = halo.vars("x y")
-    inp = halo.ImageParam(halo.float32, 2, "inp")
-    out = halo.Func("out")
-    out[y, x] = inp[y, x]
-    yo, xo, yi, xi = halo.vars("yo xo yi xi")
-    out.tile(y, x, yo, xo, yi, xi, 4, 8).gpu_blocks(yo, xo).tensorize(yi, copy)
+    out = _copy_tensorized((4, 8), copy)
     text = source(out)
     ctx = seen["ctx"]
     assert ctx.backend == "cuda" and ctx.part == "emit" and ctx.arch == "sm_90"
@@ -192,19 +187,22 @@ def test_a_warp_intrinsic_on_the_host_is_refused():
         "target")
 
 
+def _copy_tensorized(tile: tuple[int, int], intrinsic) -> halo.Func:
+    """A copy of a float32 image, one GPU block a tile, each tile one call of
+    `intrinsic`."""
+    x, y = halo.vars("x y")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    out = halo.Func("out")
+    out[y, x] = inp[y, x]
+    yo, xo, yi, xi = halo.vars("yo xo yi xi")
+    out.tile(y, x, yo, xo, yi, xi, *tile).gpu_blocks(yo, xo).tensorize(yi, intrinsic)
+    return out
+
+
 def _fp16_algorithm(value=None):
     """The fp16 matmul (C, k), or with `value(a, b)` as its product."""
-    if value is None:
-        _, _, C, funcs = matmul.algorithm_fp16()
-        return C, funcs["k"]
-    i, j = halo.vars("i j")
-    A = halo.ImageParam(halo.float16, 2, "A")
-    B = halo.ImageParam(halo.float16, 2, "B")
-    k = halo.RDom((0, A.shape[1]), name="k")
-    C = halo.Func("C")
-    C[i, j] = halo.cast(halo.float32, 0.0)
-    C[i, j] += value(A[i, k], B[k, j])
-    return C, k
+    _, _, C, funcs = matmul.algorithm_fp16(value)
+    return C, funcs["k"]
 
 
 def _schedule(C, k, warp=(32, 32), split=32):
@@ -319,12 +317,7 @@ def test_a_host_intrinsic_on_the_cuda_target_fails_clearly():
     def emit(ctx):
         ctx.builder.load(ctx.operand("h_src").pointer)
     host_only = halo.Intrinsic("host_only", spec, emit=emit)
-    x, y = halo.vars("x y")
-    inp = halo.ImageParam(halo.float32, 2, "inp")
-    out = halo.Func("out")
-    out[y, x] = inp[y, x]
-    yo, xo, yi, xi = halo.vars("yo xo yi xi")
-    out.tile(y, x, yo, xo, yi, xi, 2, 2).gpu_blocks(yo, xo).tensorize(yi, host_only)
+    out = _copy_tensorized((2, 2), host_only)
     assert "intrinsic host_only: its emitter for the emit part failed on the CUDA backend: " \
            "AttributeError(" in message(lambda: out.compile(target=CUDA))
 
