@@ -1,11 +1,9 @@
 """Tuning through a real local cluster of two workers: Dask distributed (`LocalCluster`)
 and Ray (`ray.init` with 2 CPUs). Each test skips where its library is not installed;
-both carry the `distributed` mark (`-m "not distributed"` leaves them out). Ray's test
-runs only with HALO_TEST_RAY=1: starting Ray took 3 s on an idle 2-core machine and
-10 s on a busy one, more than the suite's budget allows."""
+both carry the `distributed` mark (`-m "not distributed"` leaves them out). The `test`
+extra installs both, so `make test` runs them (together 16 s on a 2-core machine, most
+of it starting Ray)."""
 from __future__ import annotations
-
-import os
 
 import numpy as np
 import pytest
@@ -52,8 +50,6 @@ def test_dask_local_cluster():
         _tune_blur(client)  # a Client is taken as it is (a DaskExecutor of it)
 
 
-@pytest.mark.skipif(os.environ.get("HALO_TEST_RAY") != "1",
-                    reason="starting Ray takes 3-10 s: run with HALO_TEST_RAY=1")
 def test_ray_local():
     ray = pytest.importorskip("ray")
     context = ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
