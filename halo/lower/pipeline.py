@@ -98,9 +98,8 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         ("unroll_loops", unroll_loops),
         ("simplify", _simplify),
         # Needs constant loop extents and flat indices (ramps of stride 1 are dense
-        # accesses). Host only: the CUDA backend emits a vectorized loop as an unrolled
-        # one, each thread's lanes in registers.
-        *([("vectorize_loops", vectorize_loops)] if not gpu else []),
+        # accesses, which the CUDA backend turns into accesses of up to 16 bytes).
+        ("vectorize_loops", vectorize_loops),
         # Folds the strides the vectorizer builds (1 * 2 -> 2), so dense ones are literal 1s.
         ("simplify", _simplify),
         # GPU only, last: the simplifier would drop its barriers (pure calls evaluated for

@@ -10,11 +10,13 @@ statement that uses it (`Select` evaluates both branches anyway, so hoisting is 
 
 Loops: the block loops of the kernel read `blockIdx` (the innermost loop is x), each
 thread-loop nest reads `threadIdx` (the nest's innermost loop is x; threads of an axis the
-nest doesn't use skip it), other loops are C `for` loops (`#pragma unroll` for vectorized
-ones). Buffers in "shared" scope are `__shared__` arrays declared at the top of the kernel
-(once per buffer, at its largest size), other buffers allocated inside a kernel are
-per-thread arrays (registers when their indices are constants). A tensor intrinsic's call
-is the CUDA C its emitter writes (`tensor_calls.py`).
+nest doesn't use skip it), other loops are C `for` loops (`#pragma unroll` for unrolled
+ones). Vector IR (a vectorized loop inside a thread) is written a lane at a time, its
+dense memory accesses 16 bytes at a time (`vectors.py`). Buffers in "shared" scope are
+`__shared__` arrays declared at the top of the kernel (once per buffer, at its largest
+size), other buffers allocated inside a kernel are per-thread arrays (registers when their
+indices are constants). A tensor intrinsic's call is the CUDA C its emitter writes
+(`tensor_calls.py`).
 """
 from __future__ import annotations
 
@@ -23,14 +25,15 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from halo.backends.cuda import vectors
 from halo.backends.cuda.tensor_calls import CudaContext, CudaOperand, emit_tensor_call
 from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.types import Type, int32
-from halo.ir.visitor import rewrite
+from halo.ir.visitor import child_nodes, rewrite
 from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS, shared_buffers
 
-PRELUDE = r"""#include <stdint.h>
+_SCALAR_PRELUDE = r"""#include <stdint.h>
 #include <cuda_fp16.h>
 
 // halo's integer division and modulo: floor semantics, x / 0 == x % 0 == 0.
@@ -94,6 +97,7 @@ template <typename T, typename F> __device__ void halo_atomic_update(T* addr, F 
     }
 }
 """
+PRELUDE = _SCALAR_PRELUDE + vectors.PRELUDE
 
 _INT_TYPES = {8: "int8_t", 16: "int16_t", 32: "int32_t", 64: "int64_t"}
 _UINT_TYPES = {8: "uint8_t", 16: "uint16_t", 32: "uint32_t", 64: "uint64_t"}
@@ -115,8 +119,8 @@ true false private public protected virtual operator friend""".split())
 def c_type(t: Type) -> str:
     """The C type of a scalar of halo type `t`."""
     if t.lanes != 1:
-        raise InternalError(f"the CUDA backend got vector type {t}; vectorized loops stay "
-                            "loops on GPU targets")
+        raise InternalError(f"the CUDA backend got vector type {t} where it writes one "
+                            "lane at a time")
     if t.is_bool:
         return "bool"
     table = _FLOAT_TYPES if t.is_float else _INT_TYPES if t.is_int else _UINT_TYPES
@@ -185,6 +189,9 @@ class _Emitter:
         self.lines: list[str] = []
         self.depth = 1
         self.declared: list[set[str]] = [set()]
+        # per C scope, the values of its lets by halo name, None where unknown (a thread
+        # index, a loop variable): what vectors.divides may assume
+        self.lets: list[dict[str, n.Expr | None]] = [{}]
 
     # ------------------------------------------------------------------ statements
 
@@ -195,11 +202,14 @@ class _Emitter:
         self.line(f"{head} {{" if head else "{")
         self.depth += 1
         self.declared.append(set())
+        self.lets.append({})
 
-    def close(self, tail: str = "}") -> None:
+    def close(self, tail: str | None = "}") -> None:
         self.depth -= 1
         self.declared.pop()
-        self.line(tail)
+        self.lets.pop()
+        if tail is not None:
+            self.line(tail)
 
     def kernel(self, loop: n.For) -> None:
         # Shared arrays once per buffer (its copies in partitioned loops share the space),
@@ -219,12 +229,28 @@ class _Emitter:
         self._stmt(b.body)
         self.block_depth -= 1
 
-    def declare(self, name: str, t: Type, value: str) -> None:
+    def declare(self, name: str, t: Type, value: str, ir: n.Expr | None = None) -> None:
+        """`const` C variable for halo name `name`, whose value is C `value` (and IR `ir`,
+        when known: its alignment may prove vector accesses aligned)."""
         c = self.names(name)
         if c in self.declared[-1]:  # a let of the same name earlier in this scope
             self.open("")
         self.declared[-1].add(c)
-        self.line(f"const {c_type(t)} {c} = {value};")
+        self.lets[-1][name] = ir
+        self.line(f"const {c_type(t)} {c} = {_strip(value)};")
+
+    def _known_lets(self) -> dict[str, n.Expr]:
+        known: dict[str, n.Expr | None] = {}
+        for scope in self.lets:
+            known.update(scope)
+        return {name: value for name, value in known.items() if value is not None}
+
+    def let(self, name: str, value: n.Expr) -> None:
+        if vectors.lanes_of(value) == 1:
+            self.declare(name, value.type, self.expr(value), value)
+            return
+        for i, x in enumerate(self.vector_lanes(value)):
+            self.declare(vectors.lane_name(name, i), x.type, self.expr(x), x)
 
     def stmt(self, s: n.Stmt) -> None:
         opened = self.depth
@@ -238,7 +264,7 @@ class _Emitter:
                 for x in stmts:
                     self.stmt(x)
             case n.LetStmt(name=name, value=value, body=body):
-                self.declare(name, value.type, self.expr(value))
+                self.let(name, value)
                 self._stmt(body)
             case n.ProducerConsumer(name=name, produce=produce, consume=consume):
                 self.line(f"// produce {name}")
@@ -249,8 +275,7 @@ class _Emitter:
                 self.open(f"if ({_strip(self.expr(cond))})")
                 self.stmt(then)
                 if other is not None:
-                    self.depth -= 1
-                    self.declared.pop()
+                    self.close(None)  # the else's line closes the then's braces
                     self.open("} else")
                     self.stmt(other)
                 self.close()
@@ -259,14 +284,17 @@ class _Emitter:
             case n.For(kind=n.ForKind.GPU_BLOCK):
                 self.block_index(s)
             case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
-                if kind in (n.ForKind.VECTORIZED, n.ForKind.UNROLLED):
+                if kind is n.ForKind.UNROLLED:
                     self.line("#pragma unroll")
                 v, lo_c = self.names(name), self.expr(lo)
                 end = self.expr(extent) if _is_zero(lo) else f"{lo_c} + {self.expr(extent)}"
                 self.open(f"for (int {v} = {_strip(lo_c)}; {v} < {_strip(end)}; ++{v})")
                 self.declared[-1].add(v)
+                self.lets[-1][name] = None
                 self.stmt(body)
                 self.close()
+            case n.Store(index=index) if vectors.lanes_of(index) > 1:
+                self.vector_store(s)
             case n.Store(name=name, index=index, value=value):
                 self.line(f"{self.names(name)}[{_strip(self.expr(index))}] = "
                           f"{_strip(self.expr(value))};")
@@ -288,7 +316,8 @@ class _Emitter:
             case n.Evaluate(value=n.Call(name=name)) if name == SYNC_THREADS:
                 self.line("__syncthreads();")
             case n.Evaluate(value=value):
-                self.line(f"(void){self.expr(value)};")
+                for x in self.vector_lanes(value) if vectors.lanes_of(value) > 1 else [value]:
+                    self.line(f"(void){self.expr(x)};")
             case n.Atomic(body=body):
                 self.atomic(body)
             case n.TensorCall():
@@ -354,8 +383,96 @@ class _Emitter:
         self.close()
 
     def _fresh(self, base: str) -> str:
+        return self.names(self._fresh_name(base))
+
+    def _fresh_name(self, base: str) -> str:
         self.fresh_names += 1
-        return self.names(f"{base}.t{self.fresh_names}")
+        return f"{base}.t{self.fresh_names}"
+
+    # --------------------------------------------------------------------- vectors
+
+    def vector_lanes(self, e: n.Expr) -> list[n.Expr]:
+        """Each lane of vector `e` as scalar IR, after declaring the lets inside it and
+        loading its dense loads (vectors.py)."""
+        e = rewrite(e, self._hoisted_let)
+        loaded: dict[n.Load, list[n.Expr]] = {}
+        for load in _loads_inside_out(e):
+            if load not in loaded and self._dense_access(load.name, load.type, load.index,
+                                                         load.predicate) is not None:
+                loaded[load] = self.load_lanes(load)
+        return [vectors.lane(e, i, loaded) for i in range(vectors.lanes_of(e))]
+
+    def _hoisted_let(self, e: n.Expr) -> n.Expr | None:
+        if not isinstance(e, n.Let):
+            return None
+        self.let(e.name, e.value)
+        return rewrite(e.body, self._hoisted_let)
+
+    def _dense_access(self, name: str, t: Type, index: n.Expr,
+                      predicate: n.Expr | None) -> n.Expr | None:
+        """The first index of an access that may read or write several lanes at once
+        (dense, every lane, in shared or global memory), else None."""
+        if predicate is not None or t.is_bool or self.scopes.get(name) == "local":
+            return None
+        return vectors.dense_base(index)
+
+    def _chunks(self, name: str, t: Type, base: n.Expr):
+        """(first lane, lanes, first index, C template arguments) of each access."""
+        for first, size in vectors.chunks(t.lanes, t.bits // 8):
+            start = base if first == 0 else n.Add(base, n.const(first, base.type))
+            aligned = self.scopes.get(name) == "shared" and \
+                vectors.divides(size, start, self._known_lets())
+            yield first, size, start, f"<{size}, {'false' if aligned else 'true'}>"
+
+    def load_lanes(self, load: n.Load) -> list[n.Expr]:
+        """Declares the chunks of dense `load` and returns its lanes (reads of them)."""
+        t = load.type.element_of()
+        base = vectors.dense_base(load.index)
+        buffer, lanes = self.names(load.name), []
+        for _, size, start, template in self._chunks(load.name, load.type, base):
+            if size == 1:
+                lanes.append(n.Load(t, load.name, start))
+                continue
+            chunk = self._fresh_name(f"{load.name}.lanes")
+            c = self.names(chunk)
+            self.line(f"__align__({size * t.bits // 8}) {c_type(t)} {c}[{size}];")
+            self.line(f"halo_load_lanes{template}({c}, &{buffer}[{_strip(self.expr(start))}]);")
+            lanes += [n.Load(t, chunk, n.const(j)) for j in range(size)]
+        return lanes
+
+    def vector_store(self, s: n.Store) -> None:
+        value, predicate = s.value, s.predicate
+        if predicate is not None:
+            # Each lane's predicate once, for the store and the loads under it.
+            enabled = n.Var(self._fresh_name(f"{s.name}.enabled"), predicate.type)
+            self.let(enabled.name, predicate)
+            value = rewrite(value, lambda x: enabled if x == predicate else None)
+            predicate = enabled
+        values = self.vector_lanes(value)
+        index = rewrite(s.index, self._hoisted_let)
+        t = value.type.element_of()
+        buffer = self.names(s.name)
+        base = self._dense_access(s.name, t, index, predicate)
+        if base is not None:
+            for first, size, start, template in self._chunks(s.name, value.type, base):
+                part = ", ".join(_strip(self.expr(v)) for v in values[first:first + size])
+                if size == 1:
+                    self.line(f"{buffer}[{_strip(self.expr(start))}] = {part};")
+                    continue
+                c = self._fresh(f"{s.name}.lanes")
+                self.line(f"__align__({size * t.bits // 8}) {c_type(t)} {c}[{size}] = "
+                          f"{{{part}}};")
+                self.line(f"halo_store_lanes{template}(&{buffer}[{_strip(self.expr(start))}], "
+                          f"{c});")
+            return
+        # Lane by lane, in lane order (a scatter whose lanes meet keeps the last lane's
+        # value, as the loop would).
+        indices = self.vector_lanes(index)
+        enabled = None if predicate is None else self.vector_lanes(predicate)
+        for i, (x, v) in enumerate(zip(indices, values, strict=True)):
+            text = f"{buffer}[{_strip(self.expr(x))}] = {_strip(self.expr(v))};"
+            self.line(text if enabled is None else
+                      f"if ({_strip(self.expr(enabled[i]))}) {text}")
 
     def atomic(self, body: n.Stmt) -> None:
         match body:
@@ -397,7 +514,7 @@ class _Emitter:
             case n.Var(name=name):
                 return self.names(name)
             case n.Let(name=name, value=value, body=body):
-                self.declare(name, value.type, self.expr(value))
+                self.declare(name, value.type, self.expr(value), value)
                 return self.expr(body)
             case n.Cast(value=v):
                 return self.cast(t, v)
@@ -465,6 +582,19 @@ class _Emitter:
             return f"((__half){_MATH[name]}f({inner}))"
         suffix = "f" if t.bits == 32 else ""
         return f"{_MATH[name]}{suffix}({', '.join(values)})"
+
+
+def _loads_inside_out(e: n.Expr) -> list[n.Load]:
+    """The vector loads in `e`, each after the loads inside its index."""
+    found: list[n.Load] = []
+
+    def visit(x: n.Node) -> None:
+        for child in child_nodes(x):
+            visit(child)
+        if isinstance(x, n.Load) and vectors.lanes_of(x) > 1:
+            found.append(x)
+    visit(e)
+    return found
 
 
 def _replace_load(e: n.Expr, old: n.Load, new: n.Var) -> n.Expr:
