@@ -346,3 +346,58 @@ PIPELINES.update({
     "unrolled_registers": unrolled_registers,
     "empty_region": empty_region,
 })
+
+
+def vectorized(shape=(5, 37), lanes=4, tail="guard", dtype=np.float32):
+    """Dense vector loads and stores in global memory (`lanes` a thread, a tail of lanes
+    past the edge under a predicate); rows of a prime length, so most are misaligned."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(dtype, 2, "inp")
+    out = halo.Func("out")
+    out[y, x] = inp[y, x] * 3 + inp[y, x + 1] - halo.cast(dtype, y)
+    out.gpu_tile(y, x, yo, xo, yi, xi, 2, 8 * lanes, tail=tail).vectorize(xi, lanes)
+    h, w = shape
+    return out, {inp: _image((h, w + 1), dtype)}, shape
+
+
+def vectorized_shared(shape=(11, 70)):
+    """A stage in shared memory read and written four floats at a time at indices proven
+    aligned; the consumer also gathers every other input element (lane by lane)."""
+    x, y, xo, yo, xi, yi, fo, fv = halo.vars("x y xo yo xi yi fo fv")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = inp[y, x] * 2
+    out[y, x] = f[y, x] + inp[y, 2 * x]
+    out.gpu_tile(y, x, yo, xo, yi, xi, 4, 64).vectorize(xi, 4)
+    f.compute_at(out, xo).store_in("shared").split(x, fo, fv, 4)
+    f.gpu_threads(y, fo).vectorize(fv)
+    h, w = shape
+    return out, {inp: _image((h, 2 * w))}, shape
+
+
+def vectorized_reduction(shape=(6, 45), k=7):
+    """A reduction over r inside a vectorized loop: the loop runs once for all lanes,
+    which accumulate in a vector of registers."""
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, k), name="r")
+    acc, out = halo.Func("acc"), halo.Func("out")
+    acc[y, x] = 0.0
+    acc[y, x] += inp[y + r.x, x] * (r.x + 1)
+    out[y, x] = acc[y, x]
+    out.gpu_tile(y, x, yo, xo, yi, xi, 2, 32).vectorize(xi, 8)
+    acc.compute_at(out, xi).vectorize(x).update(0).vectorize(x)
+    h, w = shape
+    return out, {inp: _image((h + k, w))}, shape
+
+
+PIPELINES.update({
+    "vectorized": vectorized,
+    "vectorized_shift_inwards": lambda: vectorized((3, 50), 4, "shift_inwards"),
+    "vectorized_three_lanes": lambda: vectorized((4, 29), 3),
+    "vectorized_doubles": lambda: vectorized((3, 23), 4, dtype=np.float64),
+    "vectorized_halves": lambda: vectorized((2, 71), 8, dtype=np.float16),
+    "vectorized_bytes": lambda: vectorized((3, 97), 16, dtype=np.uint8),
+    "vectorized_shared": vectorized_shared,
+    "vectorized_reduction": vectorized_reduction,
+})

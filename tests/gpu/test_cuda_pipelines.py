@@ -124,3 +124,20 @@ def test_intermediate_device_buffers_are_freed():
         kernel(shape, **{k.name: v for k, v in inputs.items()})
     free_after, _ = cuda.mem_get_info()
     assert free_after >= free_before - 2**20
+
+
+@pytest.mark.parametrize("name", ["vectorized", "vectorized_shared", "vectorized_halves",
+                                  "vectorized_doubles"])
+def test_vector_accesses_of_misaligned_device_arrays(name):
+    """Arrays that start one element past an aligned address: every 16-byte access is
+    misaligned, and goes lane by lane (the address is tested when it runs)."""
+    torch = pytest.importorskip("torch")
+    out, inputs, shape = PIPELINES[name]()
+    want = halo.reference(out, shape, inputs=inputs)
+    (inp, array), = inputs.items()
+    dtype = getattr(torch, str(array.dtype))
+    view = torch.zeros(array.size + 1, dtype=dtype, device="cuda")[1:].view(array.shape)
+    view.copy_(torch.from_numpy(array))
+    result = torch.zeros(want.size + 1, dtype=dtype, device="cuda")[1:].view(shape)
+    out.realize(inputs={inp: view}, target="cuda", out=result)
+    _check(result.cpu().numpy(), want, want.dtype)

@@ -1,0 +1,141 @@
+"""Vectorized loops inside GPU threads (`backends/cuda/vectors.py`): lanes as scalar C,
+dense accesses of up to 16 bytes, aligned by proof in shared memory and checked when
+they run elsewhere. No GPU needed: tests/gpu runs the pipelines against halo.reference,
+misaligned device arrays included."""
+import importlib.util
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import halo
+from halo.backends.cuda import vectors
+from halo.backends.cuda.cuda_c import PRELUDE, KernelParam, kernel_source
+from halo.ir import nodes as n
+from halo.ir.types import float32, int32
+
+_spec = importlib.util.spec_from_file_location(
+    "gpu_pipelines", Path(__file__).parents[2] / "gpu" / "gpu_pipelines.py")
+gpu_pipelines = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(gpu_pipelines)
+
+CUDA = halo.Target("cuda", arch="sm_90")
+
+
+def _source(name: str) -> str:
+    out, _, _ = gpu_pipelines.PIPELINES[name]()
+    return out.compile(target=CUDA).function.kernels_source
+
+
+@pytest.mark.parametrize("lanes, element_bytes, expected", [
+    (4, 4, [(0, 4)]),
+    (8, 4, [(0, 4), (4, 4)]),
+    (3, 4, [(0, 2), (2, 1)]),
+    (7, 4, [(0, 4), (4, 2), (6, 1)]),
+    (4, 8, [(0, 2), (2, 2)]),
+    (16, 1, [(0, 16)]),
+    (8, 2, [(0, 8)]),
+    (5, 2, [(0, 4), (4, 1)]),
+])
+def test_a_dense_vector_is_cut_into_accesses_of_at_most_16_bytes(lanes, element_bytes,
+                                                                  expected):
+    assert vectors.chunks(lanes, element_bytes) == expected
+
+
+def _v(name):
+    return n.Var(name, int32)
+
+
+@pytest.mark.parametrize("index, lanes, proven", [
+    (n.Mul(_v("t"), n.const(4)), 4, True),
+    (n.Add(n.Mul(_v("t"), n.const(8)), n.const(4)), 4, True),
+    (n.Add(n.Mul(_v("t"), n.const(8)), n.const(2)), 4, False),
+    (n.Add(n.Mul(_v("t"), n.const(4)), _v("u")), 4, False),
+    # the same unknown added and taken away
+    (n.Sub(n.Add(n.Mul(_v("t"), n.const(4)), _v("u")), _v("u")), 4, True),
+    # either side of a min, both multiples of 4 (a shifted tile's start)
+    (n.Min(n.Mul(_v("t"), n.const(4)), n.const(60)), 4, True),
+    (n.Min(n.Mul(_v("t"), n.const(4)), n.const(61)), 4, False),
+    (n.Mul(n.Mul(_v("t"), n.const(2)), n.Mul(_v("u"), n.const(2))), 4, True),
+])
+def test_alignment_is_proven_from_the_index_structure(index, lanes, proven):
+    assert vectors.divides(lanes, index, {}) is proven
+
+
+def test_lets_are_replaced_by_their_values_before_the_proof():
+    # x_min is a let equal to base, so x_min + 4t - base is 4t
+    index = n.Sub(n.Add(_v("x_min"), n.Mul(_v("t"), n.const(4))), _v("base"))
+    assert not vectors.divides(4, index, {})
+    assert vectors.divides(4, index, {"x_min": _v("base")})
+
+
+def test_global_accesses_are_checked_and_proven_shared_ones_are_not():
+    source = _source("vectorized_shared")
+    # the global input and output: any address, tested when it runs
+    assert re.search(r"halo_load_lanes<4, true>\(\w+, &inp\[", source)
+    assert re.search(r"halo_store_lanes<4, true>\(&out\[", source)
+    # the shared stage, its start proven a multiple of 4 floats (128-byte aligned array)
+    assert re.search(r"halo_store_lanes<4, false>\(&f\[", source)
+    assert re.search(r"halo_load_lanes<4, false>\(\w+, &f\[", source)
+
+
+def test_a_tail_under_a_predicate_goes_lane_by_lane():
+    source = _source("vectorized")
+    enabled = re.findall(r"const bool (out_enabled\w*_lane\d) =", source)
+    assert len(enabled) == 4
+    for lane in enabled:  # each lane's store and loads run only where it is enabled
+        assert f"if ({lane}) out[" in source
+        assert f"({lane} ? inp[" in source
+
+
+def test_a_gather_goes_lane_by_lane():
+    source = _source("vectorized_shared")
+    consume = source[source.index("// consume f"):]
+    lanes = re.search(r"float out_lanes\w*\[4\] = \{(.*)\};", consume)[1]
+    # inp[y, 2 * x]: four loads of one element, at stride 2
+    assert lanes.count("inp[") == 4
+    for lane in (1, 2, 3):
+        assert f") + {2 * lane}]" in lanes
+
+
+def test_a_vector_let_is_a_variable_a_lane():
+    """for t in threads(8): let v = inp[ramp(4t, 1, 4)] * 2 in out[ramp(4t, 1, 4)] = v + v"""
+    f4 = float32.with_lanes(4)
+    t = n.Var("t", int32)
+    dense = n.Ramp(n.Mul(t, n.const(4)), n.const(1), 4)
+    v = n.Var("v", f4)
+    body = n.LetStmt("v", n.Mul(n.Load(f4, "inp", dense), n.Broadcast(n.const(2.0, float32), 4)),
+                     n.Store("out", dense, n.Add(v, v)))
+    loop = n.For("b", n.const(0), n.const(1), n.ForKind.GPU_BLOCK,
+                 n.For("t", n.const(0), n.const(8), n.ForKind.GPU_THREAD, body))
+    source = kernel_source("k", loop, [KernelParam("inp", float32, True, True),
+                                       KernelParam("out", float32, True)], (8, 1, 1), 1)
+    for lane in range(4):
+        assert f"const float v_lane{lane} = inp_lanes_t1[{lane}] * 2.0f;" in source
+    assert "= {v_lane0 + v_lane0, v_lane1 + v_lane1, v_lane2 + v_lane2, v_lane3 + v_lane3};" \
+        in source
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("name, instructions", [
+    ("vectorized", ["ld.global.nc.v4.u32", "st.global.v4.f32"]),
+    ("vectorized_shared", ["ld.shared.v4.f32", "st.shared.v4.f32", "st.global.v4.f32"]),
+    ("vectorized_doubles", ["st.global.v2.f64"]),
+    ("vectorized_halves", ["ld.global.nc.v4.u32", "st.global.v4.u32"]),
+    ("vectorized_bytes", ["ld.global.nc.v4.u32", "st.global.v4.u32"]),
+])
+def test_dense_accesses_are_vector_instructions_in_registers(tmp_path, name, instructions):
+    path = tmp_path / "k.cu"
+    path.write_text(PRELUDE + _source(name))
+    ptx = tmp_path / "k.ptx"
+    subprocess.run([NVCC, "-ptx", "-arch=sm_90", "-O3", str(path), "-o", str(ptx)],
+                   check=True, capture_output=True)
+    text = ptx.read_text()
+    for instruction in instructions:
+        assert instruction in text, instruction
+    assert ".local" not in text, "a vector's lanes went to local memory"
