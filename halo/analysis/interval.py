@@ -193,14 +193,14 @@ class IntervalAnalysis:
             case n.Let(name=name, value=value, body=body):
                 inner = ChainMap({name: self._of(value, scope)}, scope)
                 return self._of(body, inner)
-            case n.Call(name="promise_clamped", args=(value, lo, hi)):
+            case n.Call(name="promise_clamped", args=(value, lo, hi, *guarded)):
                 v = self._of(value, scope)
                 promised = Interval(self._of(lo, scope).min, self._of(hi, scope).max)
                 if v.is_point and promised.is_bounded:
                     # Keep the promise in the result, so relaxing it later (over a loop)
                     # still finds both bounds.
                     return Interval.point(n.promise_clamped(v.min, promised.min,
-                                                            promised.max))
+                                                            promised.max, bool(guarded)))
                 return self.intersect(v, promised)
             case n.Call(kind=kind) if kind is not n.CallKind.MATH:
                 return type_range(e.type) if _is_narrow(e.type) else Interval.everything()

@@ -339,12 +339,15 @@ class TensorCall(Stmt):
 NO_OP = Block(())
 
 
-def promise_clamped(value: Expr, lo: Expr, hi: Expr) -> Call:
+def promise_clamped(value: Expr, lo: Expr, hi: Expr, guarded: bool = False) -> Call:
     """`value`, which the compiler promises lies in [lo, hi] wherever it is used (bounds
     inference relies on it; it is removed before code generation). Loop variables rebuilt
     from split loops are wrapped in it: relaxing the loops separately loses the link
-    between a range's start and its extent, which the promise restores."""
-    return Call(value.type, "promise_clamped", (value, lo, hi), CallKind.INTRINSIC)
+    between a range's start and its extent, which the promise restores. guarded: the
+    promise holds only where a guard lets the stage's body run (a guarded tail's loop runs
+    past it); a copy of it in a region is then a clamp (bounds_inference.py)."""
+    args = (value, lo, hi, *([const(True, bool_)] if guarded else []))
+    return Call(value.type, "promise_clamped", args, CallKind.INTRINSIC)
 
 
 def whole_tiles(condition: Expr) -> Call:

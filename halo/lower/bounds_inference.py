@@ -52,6 +52,8 @@ def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     # the same expressions, and its memos save most of the work
     # (benchmarks/compile_time.py).
     simplifier = ctx.simplifier
+    loop_variables = frozenset(s.name for s in walk(stmt) if isinstance(s, n.LetStmt)
+                               and _is_promise(s.value))
     # Likewise, which subtrees touch a Func is asked of the same subtrees for each Func.
     accessed = AccessedNames()
     for name in reversed(ctx.realized()):  # consumers first: their lets end up outside
@@ -66,23 +68,36 @@ def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
         lets += _stage_lets(name, region, region, ctx)
     stmt = _wrap(lets, stmt)
     _record_checks(stmt, ctx, simplifier)
-    ctx.checks[:] = [_strip_promises(c) for c in ctx.checks]
-    return _strip_promises(stmt)
+    ctx.checks[:] = [_strip_promises(c, loop_variables) for c in ctx.checks]
+    return _strip_promises(stmt, loop_variables)
 
 
-def _strip_promises(node):
-    """The promises (`promise_clamped`) were for this pass; later ones get plain values.
-    `node` is IR or a RegionCheck."""
+def _strip_promises(node, loop_variables: frozenset[str]):
+    """The promises (`promise_clamped`) were for this pass; later ones get plain values,
+    except a copy of a guarded promise in a region (anywhere but the let of a loop
+    variable, `loop_variables`, which schedule_functions made), which gets the value
+    clamped into the promised range. A guarded tail's loop runs past such a promise, and
+    a Func computed inside it then covers a point in range, one that the region over the
+    whole loop counted (so its producers computed it), while the guard skips the
+    consumer. `node` is IR or a RegionCheck."""
     if isinstance(node, RegionCheck):
-        return RegionCheck(node.name, node.dim, *(_strip_promises(e) for e in
+        return RegionCheck(node.name, node.dim, *(_strip_promises(e, loop_variables) for e in
                                                   (node.lo, node.hi, node.min, node.extent)),
                            node.what, node.when)
 
     def strip(x):
-        if isinstance(x, n.Call) and x.name == "promise_clamped":
-            return _strip_promises(x.args[0])
+        if isinstance(x, n.LetStmt) and x.name in loop_variables and _is_promise(x.value):
+            return n.LetStmt(x.name, _strip_promises(x.value.args[0], loop_variables),
+                             _strip_promises(x.body, loop_variables))
+        if _is_promise(x):
+            value, lo, hi = (_strip_promises(a, loop_variables) for a in x.args[:3])
+            return n.Min(n.Max(value, lo), hi) if len(x.args) == 4 else value
         return None
     return rewrite(node, strip)
+
+
+def _is_promise(x) -> bool:
+    return isinstance(x, n.Call) and x.name == "promise_clamped"
 
 
 class _At(IRMutator):

@@ -224,7 +224,7 @@ def _drop_broken_promises(lets: list[_Let]) -> list[_Let]:
 def _clamped(value: n.Expr) -> n.Expr:
     """promise_clamped(v, lo, hi) made real: min(max(v, lo), hi)."""
     match value:
-        case n.Call(name="promise_clamped", args=(inner, lo, hi)):
+        case n.Call(name="promise_clamped", args=(inner, lo, hi, *_)):
             return n.Min(n.Max(inner, lo), hi)
     return value
 
@@ -263,12 +263,12 @@ def _split_let(t: Split, ir_name: dict[str, str], old_range: LoopRange, k: int,
             start = n.Max(n.Min(n.Mul(n.Var(outer), const(t.factor)),
                                 n.Sub(extent, const(t.factor))), const(0))
             return _Let(old, n.promise_clamped(n.Add(n.Add(lo, start), n.Var(inner)), lo,
-                                               old_range.max),
+                                               old_range.max, guarded=True),
                         n.LT(n.Var(inner), extent))
         return _Let(old, n.promise_clamped(value, lo, old_range.max),
                     n.LE(lo, n.Var(old)) if needs_guard else None)
     if tail is TailStrategy.GUARD:
-        return _Let(old, n.promise_clamped(value, lo, old_range.max),
+        return _Let(old, n.promise_clamped(value, lo, old_range.max, guarded=not whole),
                     n.LT(n.Var(old), old_range.end) if not whole else None)
     # round_up computes past the end on purpose: no promise
     return _Let(old, value, overflows=not whole)

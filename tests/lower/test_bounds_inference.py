@@ -249,3 +249,24 @@ def test_round_up_split_grows_the_allocation_to_a_multiple_of_the_factor(tail, e
     assert evaluate(lets["g.min.0"], OUT_1D, lets) == 5
     allocated = evaluate(lets["g.extent.0"], OUT_1D, lets)
     assert extent <= allocated <= (extent + 3 if tail == "round_up" else extent)
+
+
+def test_a_producer_in_a_guarded_tail_covers_a_point_in_range():
+    """out's loop split by 4 with a guard runs past out's last point; g, computed inside
+    it, then covers the last point again (the promise of the split's variable clamps g's
+    region), not one past the end: the region over the whole loop, which outer producers
+    and the input checks are sized by, counts only points in range."""
+    c, co, ci = halo.vars("c co ci")
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    g, out = halo.Func("g"), halo.Func("out")
+    g[c] = inp[c] * 2
+    out[c] = g[c * 3]
+    out.split(c, co, ci, 4, tail="guard")
+    g.compute_at(out, ci)
+    stmt, _ = lowered([out])
+    lets = lets_of(stmt)
+    one_point = {"out.min.0": 5, "out.extent.0": 1, "out.s0.c.co": 0}
+    for i in range(4):  # guarded off past i == 0
+        at = {**one_point, "out.s0.c.ci": i}
+        assert evaluate(lets["g.min.0"], at, lets) == 15
+        assert evaluate(lets["g.extent.0"], at, lets) == 1

@@ -59,14 +59,15 @@ def test_pure_stage_is_one_loop_per_var_outermost_first():
 
 def test_split_with_guard_tail_recovers_x_by_a_let_and_guards_the_tail():
     """tail="guard" rounds the outer loop up and skips the points past the end; the let
-    promises bounds inference that x stays in its range where it is used."""
+    promises bounds inference that x stays in its range where it is used, the guard lets
+    the body run (a guarded promise: a Func computed inside covers a clamped point)."""
     f = pointwise()
     f.split(x, xo, xi, 4, tail="guard")
     expected = (
         "for f.s0.x.xo in range((f.s0.x.max - f.s0.x.min + 1 + 3) // 4):\n"
         "  for f.s0.x.xi in range(4):\n"
         "    f.s0.x = promise_clamped(f.s0.x.min + f.s0.x.xo * 4 + f.s0.x.xi, f.s0.x.min,"
-        " f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1)\n"
+        " f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1, True)\n"
         "    if f.s0.x < f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1):\n"
         "      f[f.s0.y, f.s0.x] = inp[f.s0.y, f.s0.x] + 1.0\n")
     assert stmt_to_str(loop(lowered(f), "f.s0.x.xo")) == expected
@@ -133,7 +134,7 @@ def test_split_of_a_constant_extent_the_factor_divides_adds_no_guard():
         "    for f.s0.x.xi.xii in range(4):\n"
         "      f.s0.x.xi = promise_clamped(0 + f.s0.x.xi.xio * 4 + f.s0.x.xi.xii, 0, 0 + 8 - 1)\n"
         "      f.s0.x = promise_clamped(f.s0.x.min + f.s0.x.xo * 8 + f.s0.x.xi, f.s0.x.min,"
-        " f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1)\n"
+        " f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1) - 1, True)\n"
         "      if f.s0.x < f.s0.x.min + (f.s0.x.max - f.s0.x.min + 1):\n"
         "        f[f.s0.y, f.s0.x] = inp[f.s0.y, f.s0.x] + 1.0\n")
     assert stmt_to_str(loop(lowered(f), "f.s0.x.xo")) == expected

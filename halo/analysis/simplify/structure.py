@@ -4,7 +4,9 @@ IR nodes hash and compare structurally, but recompute it recursively every time,
 makes dict keys of big subexpressions cost their size on every lookup.
 `StructureIds.of(e)` numbers expressions once, bottom-up, memoized by node identity, so
 that two expressions get the same number iff they are structurally identical: like `==`,
-except that float constants must also agree in sign (0.0 and -0.0 differ). The
+except that float constants must also agree in sign (0.0 and -0.0 differ), and that the
+operands of an integer min or max may come in either order (`min(a, b) - min(b, a)` is
+0: regions clamp the same value in both orders). The
 simplifier keys linear-form atoms by these numbers and uses them to match repeated
 wildcards and to notice when a rewrite changed nothing.
 """
@@ -45,6 +47,14 @@ def _expr_fields(e: n.Expr) -> tuple[n.Expr, ...]:
     return tuple(found)
 
 
+def _binary_key(e: n.BinaryOp, a: int, b: int) -> tuple:
+    """The structure of a binary operation whose operands are numbered a and b: integer
+    min and max commute (float ones don't: min(0.0, -0.0) is its first operand)."""
+    if isinstance(e, (n.Min, n.Max)) and not e.type.is_float and b < a:
+        a, b = b, a
+    return type(e), a, b
+
+
 class StructureIds:
     """Numbers of expressions by structure (see the module docstring)."""
 
@@ -72,7 +82,7 @@ class StructureIds:
             hit = by_object.get(id(kid))
             numbers.append(hit[1] if hit is not None else self._number_below(kid, depth - 1))
         if isinstance(e, n.BinaryOp):
-            return self._number(e, (type(e), numbers[0], numbers[1]))
+            return self._number(e, _binary_key(e, numbers[0], numbers[1]))
         return self._number(e, self._key(e))
 
     def _number_iteratively(self, e: n.Expr) -> int:
@@ -97,7 +107,7 @@ class StructureIds:
         fields in order, operands by their numbers."""
         if isinstance(node, n.BinaryOp):
             by_object = self._by_object
-            return type(node), by_object[id(node.a)][1], by_object[id(node.b)][1]
+            return _binary_key(node, by_object[id(node.a)][1], by_object[id(node.b)][1])
         if isinstance(node, n.Var):
             return n.Var, node.name, node.type
         if isinstance(node, n.Const):
