@@ -114,6 +114,17 @@ class MeasureJob:
 
 
 @dataclass(frozen=True)
+class GivenInputs:
+    """A job's `make_inputs` for arrays the caller gave, by input name: a pipeline whose
+    work depends on its data (a histogram, a lookup) is timed on the data it will run
+    on. The arrays travel with each job (pickled to the worker that runs it)."""
+    arrays: tuple[tuple[str, np.ndarray], ...]
+
+    def __call__(self) -> dict[str, np.ndarray]:
+        return dict(self.arrays)
+
+
+@dataclass(frozen=True)
 class Measurement:
     """What measuring a job gave: `times_s` (each timed call, after warm-up) or `error`
     (why there are none: a HaloError, a crash, a hang); the measuring host's

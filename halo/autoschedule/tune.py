@@ -41,6 +41,7 @@ from halo.autoschedule.canonical import canonical
 from halo.autoschedule.measure import (
     DEFAULT_TIMEOUT_S,
     Executor,
+    GivenInputs,
     LocalExecutor,
     MeasureJob,
     Measurement,
@@ -158,6 +159,18 @@ def tune(problem: Problem, budget_s: float, executor: object, records: str | Non
             executor.close()
 
 
+def _given_inputs(problem: Problem, sizes: Sizes) -> GivenInputs | None:
+    """The caller's arrays (`inputs=`) as the jobs' inputs when they give every input at
+    the planned size; else None (deterministic arrays of each input's shape)."""
+    given = {getattr(k, "name", k): v for k, v in (problem.inputs or {}).items()}
+    shapes = dict(sizes.inputs)
+    if not shapes or set(given) != set(shapes) or any(
+            not isinstance(given[name], np.ndarray) or given[name].shape != tuple(shape)
+            for name, shape in shapes.items()):
+        return None
+    return GivenInputs(tuple((name, given[name]) for name in sorted(given)))
+
+
 class _Session:
     def __init__(self, problem: Problem, records: str | None, budget_s: float):
         self.p = problem
@@ -175,6 +188,7 @@ class _Session:
         self.key = sizes_key(self.canon, alg.outputs,
                              {name: box for name, (box, _) in alg.inputs.items()},
                              problem.params)
+        self.make_inputs = _given_inputs(problem, self.sizes)
         self.records = Records(records) if records else None
         prior = self.records.of_problem(self.canon.digest, self.key) if self.records else []
         self.prior = for_target(prior, self.machine, "halo.autoschedule")
@@ -292,7 +306,7 @@ class _Session:
         apply_calls(copies, root.calls)
         kernel = Pipeline(copies).compile(self.p.target)
         env = Environment.of(copies)
-        arrays = default_inputs(env, self.sizes)
+        arrays = self.make_inputs() if self.make_inputs else default_inputs(env, self.sizes)
         named = {**arrays, **dict(self.sizes.params)}
         reduced = tuple(min(e, CHECK_SIDE) for e in self.sizes.shape)
         for shape in dict.fromkeys([reduced, self.sizes.shape]):
@@ -314,7 +328,7 @@ class _Session:
         cutoff = CUTOFF * best[0].seconds if best else None
         repeats = REPEATS if best else 1  # the root schedule: a baseline, not a contender
         jobs = [MeasureJob(self.build, c.schedule, self.sizes, repeats, str(k),
-                           self.p.target.num_threads, cutoff_s=cutoff)
+                           self.p.target.num_threads, self.make_inputs, cutoff)
                 for k, c in enumerate(batch)]
         results = executor.measure(jobs)
         try:

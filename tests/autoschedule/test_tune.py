@@ -227,3 +227,31 @@ def test_record_file_errors_name_the_problem(tmp_path):
         halo.apply_best(out, str(tmp_path / "none.jsonl"))
     with pytest.raises(halo.HaloError, match="executor=3"):
         halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=1, executor=3)
+
+
+class _Recording:
+    """An executor that keeps the jobs it is given and measures them locally."""
+
+    def __init__(self, inner):
+        self.inner, self.jobs = inner, []
+
+    def measure(self, jobs):
+        self.jobs += list(jobs)
+        return self.inner.measure(jobs)
+
+
+def test_candidates_are_timed_on_the_callers_arrays():
+    """What a histogram or a lookup does depends on its data: with `inputs=`, every
+    job carries the caller's arrays (not made-up ones of their shapes)."""
+    inp, out, image = _blur()
+    with LocalExecutor(workers=2) as local:
+        executor = _Recording(local)
+        result = halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=4.0,
+                                   executor=executor)
+    assert result.measured_s is not None and executor.jobs
+    for job in executor.jobs:
+        (name, array), = job.make_inputs().items()
+        assert name == inp.name and array is image
+    np.testing.assert_allclose(out.realize(image.shape, inputs={inp: image}),
+                               halo.reference(out, image.shape, inputs={inp: image}),
+                               rtol=1e-5)
