@@ -118,7 +118,7 @@ class GivenInputs:
     """A job's `make_inputs` for arrays the caller gave, by input name: a pipeline whose
     work depends on its data (a histogram, a lookup) is timed on the data it will run
     on. The arrays travel with each job (pickled to the worker that runs it)."""
-    arrays: tuple[tuple[str, np.ndarray], ...]
+    arrays: dict[str, np.ndarray]
 
     def __call__(self) -> dict[str, np.ndarray]:
         return dict(self.arrays)

@@ -168,7 +168,7 @@ def _given_inputs(problem: Problem, sizes: Sizes) -> GivenInputs | None:
             not isinstance(given[name], np.ndarray) or given[name].shape != tuple(shape)
             for name, shape in shapes.items()):
         return None
-    return GivenInputs(tuple((name, given[name]) for name in sorted(given)))
+    return GivenInputs(given)
 
 
 class _Session:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import fields
 from functools import cache, lru_cache
 
+from halo.ir import nodes as n
 from halo.ir.nodes import Expr, Stmt
 
 Node = Expr | Stmt
@@ -98,6 +99,28 @@ class IRMutator:
             new = tuple(self._mutate_field(c) for c in child)
             return child if all(a is b for a, b in zip(new, child, strict=True)) else new
         return child
+
+
+class FuncAccessMutator(IRMutator):
+    """Rewrites the coordinates of every Provide to, and Func call of, the Func `name`
+    (after their children): subclasses say how in `coordinates`."""
+
+    name: str
+
+    def coordinates(self, args: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        raise NotImplementedError
+
+    def visit_Provide(self, p: n.Provide) -> Stmt:
+        p = self.mutate_children(p)
+        if p.name != self.name:
+            return p
+        return n.Provide(p.name, p.value, self.coordinates(p.args))
+
+    def visit_Call(self, c: n.Call) -> Expr:
+        c = self.mutate_children(c)
+        if c.name != self.name or c.kind is not n.CallKind.FUNC:
+            return c
+        return n.Call(c.type, c.name, self.coordinates(c.args), c.kind)
 
 
 class _FunctionMutator(IRMutator):

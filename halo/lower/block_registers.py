@@ -45,7 +45,7 @@ from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import expand_lets, substitute
 from halo.ir.types import int32
-from halo.ir.visitor import IRMutator, child_nodes, walk
+from halo.ir.visitor import FuncAccessMutator, IRMutator, child_nodes, walk
 from halo.lower.context import LowerContext
 
 _AXES = "xyz"
@@ -250,7 +250,7 @@ def _linear_step(start: n.Expr, axis: int, shape: dict[int, int]) -> int | None:
     return int(step.value) if rest == const(0) else None
 
 
-class _Rewrite(IRMutator):
+class _Rewrite(FuncAccessMutator):
     """Every access of the buffer relative to its thread's part (the proof's starts,
     with the thread indices of the access's own loops)."""
 
@@ -273,7 +273,7 @@ class _Rewrite(IRMutator):
         finally:
             del self.lets[s.name]
 
-    def _relative(self, args: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
+    def coordinates(self, args: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
         threads = [loop for loop in reversed(self.loops) if loop.kind is n.ForKind.GPU_THREAD]
         index = {_thread(axis).name: n.Sub(n.Var(loop.name, int32),
                                            expand_lets(loop.min, self.lets))
@@ -287,17 +287,7 @@ class _Rewrite(IRMutator):
                                  ranges)
                      for a, s in zip(args, self.starts, strict=True))
 
-    def visit_Provide(self, p: n.Provide) -> n.Stmt:
-        p = self.mutate_children(p)
-        if p.name != self.name:
-            return p
-        return n.Provide(p.name, p.value, self._relative(p.args))
 
-    def visit_Call(self, c: n.Call) -> n.Expr:
-        c = self.mutate_children(c)
-        if c.name != self.name or c.kind is not n.CallKind.FUNC:
-            return c
-        return n.Call(c.type, c.name, self._relative(c.args), c.kind)
 
 
 def _simplified(e: n.Expr, ranges: dict[str, Interval]) -> n.Expr:

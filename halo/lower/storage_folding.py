@@ -38,7 +38,7 @@ from halo.analysis.simplify import simplify
 from halo.analysis.simplify.const_bounds import ConstBounds
 from halo.ir import nodes as n
 from halo.ir.nodes import const
-from halo.ir.visitor import IRMutator, walk
+from halo.ir.visitor import FuncAccessMutator, IRMutator, walk
 from halo.lower.context import LowerContext
 from halo.lower.sliding_window import SlidingWindow
 
@@ -94,23 +94,11 @@ class _FoldRealize(IRMutator):
         return n.Realize(r.name, r.type, tuple(bounds), body, r.scope)
 
 
-class _FoldAccesses(IRMutator):
+class _FoldAccesses(FuncAccessMutator):
     def __init__(self, name: str, dim: int, fold: int):
         self.name, self.dim, self.fold = name, dim, fold
 
-    def _folded(self, args: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
+    def coordinates(self, args: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
         out = list(args)
         out[self.dim] = n.Mod(out[self.dim], const(self.fold, out[self.dim].type))
         return tuple(out)
-
-    def visit_Provide(self, p: n.Provide) -> n.Stmt:
-        p = self.mutate_children(p)
-        if p.name != self.name:
-            return p
-        return n.Provide(p.name, p.value, self._folded(p.args))
-
-    def visit_Call(self, c: n.Call) -> n.Expr:
-        c = self.mutate_children(c)
-        if c.name != self.name or c.kind is not n.CallKind.FUNC:
-            return c
-        return n.Call(c.type, c.name, self._folded(c.args), c.kind)

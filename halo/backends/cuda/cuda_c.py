@@ -188,10 +188,9 @@ class _Emitter:
         self.names = CNames()
         self.lines: list[str] = []
         self.depth = 1
-        self.declared: list[set[str]] = [set()]
-        # per C scope, the values of its lets by halo name, None where unknown (a thread
-        # index, a loop variable): what vectors.divides may assume
-        self.lets: list[dict[str, n.Expr | None]] = [{}]
+        # per C scope, what it declares by halo name: a let's value (what vectors.divides
+        # may assume), or None (a thread index, a loop variable, an array)
+        self.declared: list[dict[str, n.Expr | None]] = [{}]
 
     # ------------------------------------------------------------------ statements
 
@@ -201,13 +200,11 @@ class _Emitter:
     def open(self, head: str) -> None:
         self.line(f"{head} {{" if head else "{")
         self.depth += 1
-        self.declared.append(set())
-        self.lets.append({})
+        self.declared.append({})
 
     def close(self, tail: str | None = "}") -> None:
         self.depth -= 1
         self.declared.pop()
-        self.lets.pop()
         if tail is not None:
             self.line(tail)
 
@@ -233,15 +230,14 @@ class _Emitter:
         """`const` C variable for halo name `name`, whose value is C `value` (and IR `ir`,
         when known: its alignment may prove vector accesses aligned)."""
         c = self.names(name)
-        if c in self.declared[-1]:  # a let of the same name earlier in this scope
+        if name in self.declared[-1]:  # a let of the same name earlier in this scope
             self.open("")
-        self.declared[-1].add(c)
-        self.lets[-1][name] = ir
+        self.declared[-1][name] = ir
         self.line(f"const {c_type(t)} {c} = {_strip(value)};")
 
     def _known_lets(self) -> dict[str, n.Expr]:
         known: dict[str, n.Expr | None] = {}
-        for scope in self.lets:
+        for scope in self.declared:
             known.update(scope)
         return {name: value for name, value in known.items() if value is not None}
 
@@ -289,8 +285,7 @@ class _Emitter:
                 v, lo_c = self.names(name), self.expr(lo)
                 end = self.expr(extent) if _is_zero(lo) else f"{lo_c} + {self.expr(extent)}"
                 self.open(f"for (int {v} = {_strip(lo_c)}; {v} < {_strip(end)}; ++{v})")
-                self.declared[-1].add(v)
-                self.lets[-1][name] = None
+                self.declared[-1][name] = None
                 self.stmt(body)
                 self.close()
             case n.Store(index=index) if vectors.lanes_of(index) > 1:
@@ -305,9 +300,9 @@ class _Emitter:
                     self.scopes[name] = "shared"
                 else:
                     c = self.names(name)
-                    if c in self.declared[-1]:  # an unrolled copy's buffer: a scope of its own
+                    if name in self.declared[-1]:  # an unrolled copy's buffer: its own scope
                         self.open("")
-                    self.declared[-1].add(c)
+                    self.declared[-1][name] = None
                     # (at least one element: C has no zero-sized arrays; an empty region
                     # is never read)
                     self.line(f"{c_type(t)} {c}[{max(int(size.value), 1)}];")
@@ -436,7 +431,7 @@ class _Emitter:
             chunk = self._fresh_name(f"{load.name}.lanes")
             c = self.names(chunk)
             self.line(f"__align__({size * t.bits // 8}) {c_type(t)} {c}[{size}];")
-            self.line(f"halo_load_lanes{template}({c}, &{buffer}[{_strip(self.expr(start))}]);")
+            self.line(f"halo_copy_lanes{template}({c}, &{buffer}[{_strip(self.expr(start))}]);")
             lanes += [n.Load(t, chunk, n.const(j)) for j in range(size)]
         return lanes
 
@@ -462,7 +457,7 @@ class _Emitter:
                 c = self._fresh(f"{s.name}.lanes")
                 self.line(f"__align__({size * t.bits // 8}) {c_type(t)} {c}[{size}] = "
                           f"{{{part}}};")
-                self.line(f"halo_store_lanes{template}(&{buffer}[{_strip(self.expr(start))}], "
+                self.line(f"halo_copy_lanes{template}(&{buffer}[{_strip(self.expr(start))}], "
                           f"{c});")
             return
         # Lane by lane, in lane order (a scatter whose lanes meet keeps the last lane's

@@ -17,8 +17,8 @@ array of its lanes. Such an access must be aligned to its size:
   their values and simplified, is provably a multiple of the chunk's lanes (`modulus`:
   its value modulo a constant, from its structure, as Halide's ModulusRemainder);
 - otherwise (global memory: a caller's array may start anywhere; or an index not proven
-  aligned), the prelude's `halo_load_lanes`/`halo_store_lanes` check the address when
-  they run and fall back to one access per lane: a uniform branch when the rows are
+  aligned), the prelude's `halo_copy_lanes` checks the address when it runs and falls
+  back to one access per lane: a uniform branch when the rows are
   aligned, correct when they are not.
 
 A thread's own arrays (registers) and predicated or non-dense accesses go lane by lane.
@@ -35,32 +35,23 @@ from halo.ir.substitute import expand_lets
 # The widest access in bytes (ld.v4.b32, ld.v2.b64).
 MAX_BYTES = 16
 
-PRELUDE = r"""// Dense accesses of N lanes of T at once (N * sizeof(T) is 2, 4, 8 or 16 bytes),
-// through a local array aligned to that size. CHECK: the address is tested when it
-// runs, and a misaligned one is accessed lane by lane.
+PRELUDE = r"""// A dense access of N lanes of T at once (N * sizeof(T) is 2, 4, 8 or 16 bytes): a
+// copy between memory and a local array of the lanes aligned to that size (a load
+// copies to the array, a store from it). CHECK: the addresses are tested when it runs,
+// and a misaligned copy goes lane by lane.
 template <int BYTES> struct halo_bits;
 template <> struct halo_bits<2> { typedef unsigned short type; };
 template <> struct halo_bits<4> { typedef unsigned int type; };
 template <> struct halo_bits<8> { typedef uint2 type; };
 template <> struct halo_bits<16> { typedef uint4 type; };
 template <int N, bool CHECK, typename T>
-__device__ __forceinline__ void halo_load_lanes(T* lanes, const T* p) {
+__device__ __forceinline__ void halo_copy_lanes(T* to, const T* from) {
     typedef typename halo_bits<N * sizeof(T)>::type V;
-    if (!CHECK || (size_t)p % sizeof(V) == 0) {
-        *(V*)lanes = *(const V*)p;
+    if (!CHECK || ((size_t)to | (size_t)from) % sizeof(V) == 0) {
+        *(V*)to = *(const V*)from;
     } else {
 #pragma unroll
-        for (int i = 0; i < N; ++i) lanes[i] = p[i];
-    }
-}
-template <int N, bool CHECK, typename T>
-__device__ __forceinline__ void halo_store_lanes(T* p, const T* lanes) {
-    typedef typename halo_bits<N * sizeof(T)>::type V;
-    if (!CHECK || (size_t)p % sizeof(V) == 0) {
-        *(V*)p = *(const V*)lanes;
-    } else {
-#pragma unroll
-        for (int i = 0; i < N; ++i) p[i] = lanes[i];
+        for (int i = 0; i < N; ++i) to[i] = from[i];
     }
 }
 """

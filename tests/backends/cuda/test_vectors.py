@@ -74,11 +74,11 @@ def test_lets_are_replaced_by_their_values_before_the_proof():
 def test_global_accesses_are_checked_and_proven_shared_ones_are_not():
     source = _source("vectorized_shared")
     # the global input and output: any address, tested when it runs
-    assert re.search(r"halo_load_lanes<4, true>\(\w+, &inp\[", source)
-    assert re.search(r"halo_store_lanes<4, true>\(&out\[", source)
+    assert re.search(r"halo_copy_lanes<4, true>\(\w+, &inp\[", source)
+    assert re.search(r"halo_copy_lanes<4, true>\(&out\[", source)
     # the shared stage, its start proven a multiple of 4 floats (128-byte aligned array)
-    assert re.search(r"halo_store_lanes<4, false>\(&f\[", source)
-    assert re.search(r"halo_load_lanes<4, false>\(\w+, &f\[", source)
+    assert re.search(r"halo_copy_lanes<4, false>\(&f\[", source)
+    assert re.search(r"halo_copy_lanes<4, false>\(\w+, &f\[", source)
 
 
 def test_a_tail_under_a_predicate_goes_lane_by_lane():
