@@ -71,10 +71,43 @@ def schedule(funcs) -> None:
     padded.compute_root().parallel(padded.args[1]).vectorize(padded.args[3], vector())
 
 
-def gpu_schedule(funcs) -> None:
-    """For target 'cuda': a block per image, 4 output channels and 8 x 32 pixels; each
-    thread accumulates its 4 channels of one pixel in registers (conv computed inside the
-    thread loops, its channels unrolled), reading the image and weights through L1."""
+def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 32,
+                 depth: int = 8) -> None:
+    """For target 'cuda', as an implicit matrix multiply: a block computes `channels`
+    output channels x `rows` x `columns` pixels of one image; each thread accumulates 8
+    channels x 4 neighbouring columns in registers (conv stored "local" at the block
+    loop: each thread keeps its own part) across the whole reduction, which runs
+    `depth` input channels at a time: per step, the block's threads copy the zero-padded
+    input window (`depth` x rows + 2 x columns + 2) into shared memory, then each
+    thread runs its 9 x `depth` x 32 multiply-adds, the weights read through L1 (every
+    lane of a warp reads the same weight)."""
+    n, co, y, x = halo.vars("n co y x")
+    coo, coi, yo, yi, xo, xi, ct, cv, xt, xv = halo.vars("coo coi yo yi xo xi ct cv xt xv")
+    cio, cii, c, ys, yt, xs = halo.vars("cio cii c ys yt xs")
+    relu, conv, padded, r = funcs["relu"], funcs["conv"], funcs["padded"], funcs["r"]
+    relu.split(co, coo, coi, channels).split(y, yo, yi, rows).split(x, xo, xi, columns)
+    relu.split(coi, ct, cv, 8).split(xi, xt, xv, 4)
+    relu.reorder(n, coo, yo, xo, ct, yi, xt, cv, xv).gpu_blocks(coo, yo, xo) \
+        .gpu_threads(ct, yi, xt).unroll(cv).unroll(xv)
+    conv.compute_at(relu, xo).store_in("local")
+    conv.split(co, ct, cv, 8, tail="guard").split(x, xt, xv, 4, tail="guard") \
+        .reorder(n, ct, y, xt, cv, xv).gpu_threads(ct, y, xt).unroll(cv).unroll(xv)
+    update = conv.update(0)
+    update.split(r.x, cio, cii, depth).split(co, ct, cv, 8).split(x, xt, xv, 4)
+    update.reorder(n, cio, ct, y, xt, cii, r.y, r.z, cv, xv).gpu_threads(ct, y, xt) \
+        .unroll(r.y).unroll(r.z).unroll(cv).unroll(xv)
+    padded.compute_at(update, cio).store_in("shared")
+    image_c, image_y, image_x = padded.args[1:]
+    padded.split(image_x, xs, xt, 8).split(image_y, ys, yt, rows) \
+        .reorder(image_c, ys, xs, yt, xt).split(image_c, c, cii, 8) \
+        .reorder(c, ys, xs, cii, yt, xt).gpu_threads(cii, yt, xt)
+
+
+def gpu_schedule_direct(funcs) -> None:
+    """For target 'cuda', without shared memory: a block per image, 4 output channels and
+    8 x 32 pixels; each thread accumulates its 4 channels of one pixel in registers
+    (conv computed inside the thread loops, its channels unrolled), reading the image
+    and weights through L1."""
     n, co, y, x, coo, coi, yo, yi, xo, xi, t = halo.vars("n co y x coo coi yo yi xo xi t")
     relu, conv, r = funcs["relu"], funcs["conv"], funcs["r"]
     relu.split(co, coo, coi, 4).tile(y, x, yo, xo, yi, xi, 8, 32)

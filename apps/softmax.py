@@ -65,11 +65,28 @@ def schedule(funcs) -> None:
         partial.update(0).reorder(ro, u).vectorize(u)
 
 
-def gpu_schedule(funcs, partials: int = 64) -> None:
-    """For target 'cuda': one row per block of 256 threads; e inline (exp is cheap next
-    to a trip to memory); each reduction through rfactor: `partials` threads reduce
-    interleaved columns (coalesced), four loads in flight each, into shared memory, and
-    the block's first thread merges them."""
+def gpu_schedule(funcs, rows: int = 16, unroll: int = 8) -> None:
+    """For target 'cuda': `rows` rows a block, a warp a row. Each reduction is a warp
+    reduction: lane l of a row's warp combines columns l, l + 32, ... (coalesced,
+    `unroll` loads in flight), then the 32 lanes combine theirs by shuffles, and the
+    first lane stores the row's result in shared memory; e is inline, and the output is
+    written by the same warps, 32 columns at a time."""
+    i, j, io, ii, jo, ji, ro, ri, roo, roi = halo.vars("i j io ii jo ji ro ri roo roi")
+    out = funcs["softmax"]
+    out.split(i, io, ii, rows).split(j, jo, ji, 32).reorder(io, jo, ii, ji) \
+        .gpu_blocks(io).gpu_threads(ii, ji)
+    for name in ("row_max", "row_sum"):
+        reduction = funcs[name]
+        reduction.compute_at(out, io).gpu_threads(i)
+        reduction.update(0).split(funcs["r"].x, ro, ri, 32).gpu_threads(ri) \
+            .reorder(ri, ro).gpu_threads(i, ri).split(ro, roo, roi, unroll).unroll(roi)
+
+
+def gpu_schedule_partials(funcs, partials: int = 64) -> None:
+    """For target 'cuda', without warp reductions: one row per block of 256 threads; e
+    inline; each reduction through rfactor: `partials` threads reduce interleaved columns
+    (coalesced), four loads in flight each, into shared memory, and the block's first
+    thread merges them."""
     i, j, jo, ji, u, ro, ri, roo, roi = halo.vars("i j jo ji u ro ri roo roi")
     out = funcs["softmax"]
     out.split(j, jo, ji, 256).reorder(i, jo, ji).gpu_blocks(i).gpu_threads(ji)

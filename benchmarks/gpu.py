@@ -1,7 +1,8 @@
 """The GPU benchmark: `python -m benchmarks.gpu [--out DIR] [--repeats N] [--cases a,b]`.
 
 In one process, on one device, with the same device inputs: each app's GPU schedule
-(`gpu_schedule` in apps/) through halo, PyTorch eager (cuBLAS with TF32 off for matmul),
+(`gpu_schedule` in apps/) through halo, PyTorch eager (cuBLAS with TF32 off for matmul,
+cuDNN for conv_relu, the apps' own algorithms in PyTorch operations for unsharp and harris),
 and a Triton kernel written here where Triton has a natural one (matmul, softmax);
 `tensor_core` is the fp16 matmul on tensor cores (`gpu_schedule_tensor_core`) against
 PyTorch's fp16 matmul (cuBLAS, float32 accumulation).
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 import halo
-from apps import blur, conv_relu, histogram, matmul, softmax
+from apps import blur, conv_relu, harris, histogram, matmul, softmax, unsharp
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -32,7 +33,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", default=str(Path(__file__).parent / "results"))
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--cases",
-                        default="blur,matmul,tensor_core,softmax,histogram,conv_relu")
+                        default="blur,matmul,tensor_core,softmax,histogram,conv_relu,"
+                                "unsharp,harris")
     return parser.parse_args(argv)
 
 
@@ -145,6 +147,23 @@ def _halo(app, build_output, schedule=None):
     return kernel, start
 
 
+def _first_call(torch, call, start: float) -> float:
+    """Seconds from `start` (before compiling) to the end of the first `call()`."""
+    call()
+    torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def _unsharp_eager(torch, image):
+    """apps/unsharp.py's algorithm in PyTorch operations (edges repeated by F.pad)."""
+    height, width = image.shape[1:]
+    gray = unsharp.luma(lambda i: image[i])
+    padded = torch.nn.functional.pad(gray[None, None], (3, 3, 3, 3), mode="replicate")[0, 0]
+    blur_y = unsharp.gaussian(lambda k: padded[3 + k:3 + k + height])
+    blur = unsharp.gaussian(lambda k: blur_y[:, 3 + k:3 + k + width])
+    return (2 * gray - blur) / gray * image
+
+
 def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
     rows = []
     dev = "cuda"
@@ -154,9 +173,7 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         kernel, start = _halo(blur, lambda f: f["blur_y"])
         out = torch.empty(shape, device=dev)
         call = lambda: kernel(out=out, inp=x)  # noqa: E731
-        call()
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start
+        compile_s = _first_call(torch, call, start)
         xp = torch.nn.functional.pad(x[None, None], (1, 1, 1, 1), mode="replicate")[0, 0]
 
         def eager():
@@ -173,9 +190,7 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         kernel, start = _halo(matmul, lambda f: f["C"])
         out = torch.empty(n, n, device=dev)
         call = lambda: kernel(out=out, A=a, B=b)  # noqa: E731
-        call()
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start
+        compile_s = _first_call(torch, call, start)
         check = a @ b
         variants = {"torch (cuBLAS, TF32 off)": lambda: a @ b}
         for label, schedule in (("halo, 64 x 64 tiles, 4 x 4 registers a thread",
@@ -202,9 +217,7 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         kernel = funcs["C"].compile(target="cuda")
         out = torch.empty(n, n, device=dev)
         call = lambda: kernel(out=out, A=a, B=b)  # noqa: E731
-        call()
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start
+        compile_s = _first_call(torch, call, start)
         check = a.float() @ b.float()
         variants = {"torch fp16 (cuBLAS, fp32 accumulation, fp16 out)": lambda: a @ b}
         for label, sizes in (
@@ -227,17 +240,19 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         kernel, start = _halo(softmax, lambda f: f["softmax"])
         out = torch.empty_like(x)
         call = lambda: kernel(out=out, x=x)  # noqa: E731
-        call()
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start
+        compile_s = _first_call(torch, call, start)
         check = torch.softmax(x, dim=1)
         variants = {"torch eager": lambda: torch.softmax(x, dim=1)}
-        for partials in (32, 256):
-            other, _ = _halo(softmax, lambda f: f["softmax"],
-                             lambda f, p=partials: softmax.gpu_schedule(f, partials=p))
+        schedules = {f"halo, {p} partial results a row merged by one thread":
+                     lambda f, p=p: softmax.gpu_schedule_partials(f, partials=p)
+                     for p in (64, 256)}
+        schedules.update({f"halo, a warp a row, {rows} rows a block, {unroll} loads in flight":
+                          lambda f, r=rows, u=unroll: softmax.gpu_schedule(f, r, u)
+                          for rows, unroll in ((8, 8), (16, 32))})
+        for label, schedule in schedules.items():
+            other, _ = _halo(softmax, lambda f: f["softmax"], schedule)
             y3 = torch.empty_like(x)
-            variants[f"halo, {partials} partial results a row"] = bound_pipeline(
-                other, lambda o=other, y=y3: o(out=y, x=x))
+            variants[label] = bound_pipeline(other, lambda o=other, y=y3: o(out=y, x=x))
         if triton is not None:
             y2 = torch.empty_like(x)
             variants["triton"] = lambda: triton[1](x, y2)
@@ -247,9 +262,7 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         kernel, start = _halo(histogram, lambda f: f["hist"])
         out = torch.empty(histogram.BINS, dtype=torch.int32, device=dev)
         call = lambda: kernel(out=out, image=image)  # noqa: E731
-        call()
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start
+        compile_s = _first_call(torch, call, start)
         flat = image.reshape(-1).long()
         check = torch.bincount(flat, minlength=histogram.BINS).int()
         variants = {"torch.bincount": lambda: torch.bincount(flat, minlength=histogram.BINS)}
@@ -266,15 +279,40 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         kernel = relu.compile(target="cuda")
         out = torch.empty(batch, 64, 56, 56, device=dev)
         call = lambda: kernel(out=out, image=image, weights=weights, bias=bias)  # noqa: E731
-        call()
-        torch.cuda.synchronize()
-        compile_s = time.perf_counter() - start
+        compile_s = _first_call(torch, call, start)
 
         def cudnn():
             return torch.relu(torch.nn.functional.conv2d(image, weights, bias, padding=1))
         check = cudnn()
         variants = {"torch (cuDNN, TF32 off)": cudnn}
+        for label, schedule in (
+                ("halo, 64 channels x 4 x 32 pixels a block",
+                 lambda f: conv_relu.gpu_schedule(f, channels=64)),
+                ("halo, 16 channels x 2 x 32 pixels a block",
+                 lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2)),
+                ("halo, 32 channels x 8 x 32 pixels a block, 16 input channels a step",
+                 lambda f: conv_relu.gpu_schedule(f, rows=8, depth=16)),
+                ("halo, direct (no shared memory)", conv_relu.gpu_schedule_direct)):
+            *_, other_relu, other_funcs = conv_relu.algorithm()
+            schedule(other_funcs)
+            other = other_relu.compile(target="cuda")
+            o3 = torch.empty_like(out)
+            variants[label] = bound_pipeline(
+                other, lambda o=other, c=o3: o(out=c, image=image, weights=weights, bias=bias))
         moved, flops = (image.numel() + out.numel()) * 4, 2 * batch * 64 * 64 * 9 * 56 * 56
+    elif name in ("unsharp", "harris"):
+        app = unsharp if name == "unsharp" else harris
+        image = torch.from_numpy(app.make_inputs()["image"]).to(dev)
+        kernel, start = _halo(app, lambda f: f["output"])
+        out = torch.empty(image.shape if app is unsharp else harris.output_shape(image.shape),
+                          device=dev)
+        call = lambda: kernel(out=out, image=image)  # noqa: E731
+        compile_s = _first_call(torch, call, start)
+        eager = (lambda: _unsharp_eager(torch, image)) if app is unsharp else \
+            (lambda: harris.numpy_harris(image))
+        check = eager()
+        variants = {"torch eager": eager}
+        moved, flops = (image.numel() + out.numel()) * 4, None
     else:
         raise SystemExit(f"unknown case {name}")
     error = (out.double() - check.double()).abs().max().item()

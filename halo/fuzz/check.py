@@ -44,10 +44,11 @@ BUGS = (MISMATCH, INTERNAL, REJECTED, ACCEPTED, CRASH, HANG)
 # a region (of a buffer in shared memory or registers, or of a thread loop) that no
 # constant bounds, a block of more than 1024 threads, more shared memory than a block
 # holds, a Func at block level in registers whose threads don't each keep to a part of
-# their own. A legal GPU case refused with one of them is unfit, not a bug.
+# their own, a block whose x extent a warp reduction's lanes don't divide. A legal GPU
+# case refused with one of them is unfit, not a bug.
 GPU_LIMITS = ("needs a constant size", "which halo can't bound by a constant",
               "a block has at most", "bytes of shared memory",
-              "registers hold it only if each thread")
+              "registers hold it only if each thread", "a warp reduction over")
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,9 @@ class Specialized(Schedulable):
         # the parent update's race check, applied to this branch's loops
         return self.parent._reduction_order_problem(new_dims, self._stage())
 
+    def _warp_point_loops(self) -> frozenset[str] | None:
+        return self.parent._warp_point_loops(self._stage()) if self._is_update else None
+
     def specialize(self, condition: object) -> NoReturn:
         raise ScheduleError(f"{self._stage_label()}.specialize(...): a specialization can't be "
                             "specialized again; combine the conditions with & in one "

@@ -18,6 +18,9 @@ phase. All of them run on the same threads of the block, so:
   one;
 * stores at block level (outside every thread loop) run on the block's first thread only.
 
+A warp reduction's shuffles (`warp_reductions`) need their lanes to be an aligned group
+of a warp: the block's x extent must be a multiple of the group's size.
+
 It also refuses what no GPU runs: a thread-loop extent without a constant bound, more than
 1024 threads a block, more shared memory than a block may hold statically (each buffer
 counted once: its copies in partitioned loops share its space). It runs last,
@@ -39,6 +42,7 @@ from halo.ir.types import Type, bool_, int32
 from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
 from halo.lower.context import LowerContext
 from halo.lower.gpu_levels import loop_func
+from halo.lower.warp_reductions import GPU_SHUFFLE_XOR
 from halo.schedule.records import stage_label
 
 MAX_THREADS_PER_BLOCK = 1024
@@ -278,6 +282,7 @@ class _Fuse:
                 f"from its thread loops and those of the Funcs computed in its blocks); a "
                 f"block has at most {MAX_THREADS_PER_BLOCK}: use smaller thread tiles "
                 "(gpu_tile sizes), or split a thread loop and leave the inner part serial")
+        self._check_warp_groups(kernel)
         shared = shared_buffers(kernel)
         used = sum(size * t.bytes for t, size in shared.values())
         if used > MAX_SHARED_BYTES:
@@ -289,6 +294,20 @@ class _Fuse:
                 "tiles, or store a Func in registers (compute it inside the thread loops)")
         self.shared_names = frozenset(shared)
         self.threaded = threads > 1
+
+    def _check_warp_groups(self, kernel: n.Stmt) -> None:
+        """A warp reduction's lanes (its thread loop is its stage's x loop) must be an
+        aligned group of a warp: the block's x extent a multiple of the group's size."""
+        for c in walk(kernel):
+            if isinstance(c, n.Call) and c.name == GPU_SHUFFLE_XOR and \
+                    self.dims[0] % c.args[2].value:
+                width = c.args[2].value
+                raise ScheduleError(
+                    f"{self.label}: a warp reduction over {width} threads needs the block's "
+                    f"x extent to be a multiple of {width} (each group of {width} lanes one "
+                    f"aligned part of a warp), but the x thread loops of its stages make it "
+                    f"{self.dims[0]}; make those extents multiples of {width}, or reduce over "
+                    "fewer threads")
 
     @staticmethod
     def _label(loop_name: str) -> str:

@@ -36,6 +36,7 @@ from halo.lower.tensorize import tensorize
 from halo.lower.unroll_loops import unroll_loops
 from halo.lower.vectorize_loops import vectorize_loops
 from halo.lower.warp_lanes import warp_lanes
+from halo.lower.warp_reductions import warp_reductions
 from halo.target import Target, TargetKind
 
 Pass = Callable[[n.Stmt | None, LowerContext], n.Stmt | None]
@@ -78,6 +79,10 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         # GPU only: lanes for warp-scoped tensor calls; after gpu_levels, which checks the
         # thread loops as the schedule wrote them.
         *([("warp_lanes", warp_lanes)] if gpu else []),
+        # GPU only: an associative update's reduction loop bound to threads as partials
+        # combined by warp shuffles; after gpu_levels (the partials are registers), before
+        # flattening (it rewrites the update's Provide, whose form it recognizes).
+        *([("warp_reductions", warp_reductions)] if gpu else []),
         # Needs bounds-inference lets for the allocation sizes.
         ("storage_flattening", storage_flattening),
         # GPU only: vthread loops as interleaved copies inside the threads; needs flat

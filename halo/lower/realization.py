@@ -25,6 +25,7 @@ from halo.schedule.records import (
     StageSchedule,
     stage_label,
 )
+from halo.schedule.rfactor import warp_point_loops
 from halo.target import Target, TargetKind
 
 _GPU_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.VTHREAD)
@@ -134,7 +135,8 @@ def _check_loop_records(f, target: Target) -> None:
         variants = [(label, stage), *((f"{label}.specialize({condition_text(s.condition.node)})",
                                       s.schedule) for s in stage.specializations)]
         for where, sched in variants:
-            problem = nesting_problem(sched.dims, sched.atomic or sched.allow_races)
+            points = warp_point_loops(f.name, f.definitions[k], sched) if k > 0 else None
+            problem = nesting_problem(sched.dims, sched.atomic or sched.allow_races, points)
             if problem is not None:
                 raise ScheduleError(f"{where}: {problem}. The loops of {where} are, outermost "
                                     f"first: {', '.join(sched.dim_names())}")

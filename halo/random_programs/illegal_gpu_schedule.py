@@ -98,18 +98,21 @@ def vthread_inside_threads(d: GpuDrawer, rng: random.Random) -> Call | None:
 
 
 def bind_reduction_loop(d: GpuDrawer, rng: random.Random) -> Call | None:
-    """A reduction loop bound to threads without atomic(): a race."""
+    """A reduction loop bound without atomic(): to threads, a race where the update isn't
+    associative (where it is, a warp reduction); to blocks, a race always."""
     options = []
     for name in _at_level(d, KERNEL) + _at_level(d, BLOCK):
-        schedule = d.built.funcs[name].schedule
-        for k, stage in enumerate(schedule.stages):
+        f = d.built.funcs[name]
+        for k, stage in enumerate(f.schedule.stages):
             if k > 0 and not stage.atomic and not stage.allow_races:
-                options += [(StageRef(name, k), x.name) for x in stage.dims
+                points = f.update(k - 1)._warp_point_loops()
+                options += [(StageRef(name, k), x.name, "gpu_threads" if points is None or
+                             x.name in points else "gpu_blocks") for x in stage.dims
                             if not x.pure and x.kind is ForKind.SERIAL]
     if not options:
         return None
-    ref, loop = rng.choice(options)
-    return Call(ref, "gpu_threads", (loop,))
+    ref, loop, bind = rng.choice(options)
+    return Call(ref, bind, (loop,))
 
 
 def store_in_wrong_memory(d: GpuDrawer, rng: random.Random) -> Call | None:

@@ -103,8 +103,7 @@ def reorder_rvars(d, placer, rng):
             if (rdom is None or not pure or placer.placement(s.name) == "inline"
                     or _races_permitted(d, StageRef(s.name, k))):
                 continue
-            predicate = rdom.predicate.node if rdom.predicate is not None else None
-            if f.update(k - 1)._order_free(predicate):  # any order gives the same result
+            if f.update(k - 1)._order_free():  # any order gives the same result
                 continue
             names = {x.name for x in _dims(d, StageRef(s.name, k))}
             wide = [rv.name for rv, (_, ext) in zip(rdom.rvars, rdom.bounds, strict=True)

@@ -17,6 +17,9 @@ and the placement decides the level its stages run at and so what they may bind:
   block's threads through `gpu_threads` on its own loops (directly, or on the inner loops
   of a tile), or done by the block's first thread; atomic updates may bind reduction loops
   to the threads;
+* at kernel or block level, an associative update (an rfactor's merge too) may be a warp
+  reduction: a reduction loop split by a power of two up to 32 and its inner loop bound
+  to threads (a block whose x extent that doesn't divide is refused: unfit);
 * thread level (`compute_at` a thread loop or one inside it): registers, no bindings.
 
 Loops inside a stage's thread loops (or every loop of a Func at thread level) may then be
@@ -60,6 +63,10 @@ SERIAL_FACTORS = (2, 3, 4, 8)
 CACHE_READ_RATE = 0.15
 CACHE_WRITE_RATE = 0.1
 STORE_IN_RATE = 0.25
+# Warp reductions: how often an associative update binds a reduction loop to threads,
+# and the lanes it reduces over.
+WARP_RATE = 0.5
+WARP_WIDTHS = (1, 2, 4, 8, 16, 32)
 SCOPE_OF_LEVEL = {KERNEL: "global", BLOCK: "shared", THREAD: "local"}
 # Loop kinds a compute_at site may sit inside (a vectorized or parallel loop is not a
 # GPU schedule's).
@@ -186,7 +193,11 @@ def _schedule_func(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Ran
         if intm is None and _atomic_allowed(drawer, st) and \
                 (rng.random() < ATOMIC_RATE or not _pure_dims(st)):
             drawer.emit(Call(st.ref(), "atomic"))
-        if level == KERNEL:
+        warp = level != THREAD and k > 0 and not st.record.atomic and \
+            rng.random() < WARP_RATE
+        if warp and _bind_warp(drawer, st, rng, level):
+            pass
+        elif level == KERNEL:
             _bind_kernel(drawer, st, rng)
         elif level == BLOCK:
             _bind_block(drawer, st, rng)
@@ -313,6 +324,32 @@ def _bind_reduction(drawer: GpuDrawer, st: StageState, rng: random.Random,
     pure = [nm for nm in names[:names.index(r)] if nm in {d.name for d in _pure_dims(st)}]
     drawer.emit(Call(st.ref(), "gpu_blocks", tuple(pure[-rng.randint(1, min(3, len(pure))):])))
     drawer.emit(Call(st.ref(), "gpu_threads", (r,)))
+
+
+def _bind_warp(drawer: GpuDrawer, st: StageState, rng: random.Random, level: str) -> bool:
+    """A warp reduction: the outermost reduction loop split by a power of two up to 32,
+    its inner loop bound to threads (often moved outside the outer one, and at block
+    level joined by the innermost pure loop as a second thread axis); a kernel binds
+    pure loops to blocks first. False (and nothing bound) where the update isn't
+    associative, its left side uses every reduction loop, or a kernel has no pure loop."""
+    points = st.func.update(st.stage - 1)._warp_point_loops()
+    pure = [d.name for d in _pure_dims(st)]
+    if points is None:
+        return False
+    # (a reduction loop with only reduction loops the left side doesn't use inside it)
+    reducing = [d.name for k, d in enumerate(st.dims)
+                if all(not x.pure and x.name not in points for x in st.dims[k:])]
+    if not reducing or level == KERNEL and not pure:
+        return False
+    if level == KERNEL:
+        drawer.emit(Call(st.ref(), "gpu_blocks", tuple(pure[-rng.randint(1, min(3, len(pure))):])))
+    ro, ri = _split(drawer, st, reducing[0], rng.choice(WARP_WIDTHS), rng, pure=False)
+    drawer.emit(Call(st.ref(), "gpu_threads", (ri,)))
+    if rng.random() < 0.7:
+        drawer.emit(Call(st.ref(), "reorder", (ri, ro)))
+        if level == BLOCK and pure and rng.random() < 0.5:
+            drawer.emit(Call(st.ref(), "gpu_threads", (pure[-1], ri)))
+    return True
 
 
 def _bind_block(drawer: GpuDrawer, st: StageState, rng: random.Random) -> None:

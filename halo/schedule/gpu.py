@@ -37,10 +37,13 @@ _BOUND = {ForKind.GPU_BLOCK: "GPU block", ForKind.GPU_THREAD: "GPU thread",
           ForKind.VTHREAD: "vthread"}
 
 
-def nesting_problem(dims: list[Dim], reductions_bindable: bool = False) -> str | None:
+def nesting_problem(dims: list[Dim], reductions_bindable: bool = False,
+                    point_loops: frozenset[str] | None = None) -> str | None:
     """What is wrong with the GPU bindings of these loops (outermost first), or None.
-    Reduction loops may be bound only where `reductions_bindable` (an update made
-    `atomic()`, or one that allows races)."""
+    Reduction loops may be bound where `reductions_bindable` (an update made `atomic()`,
+    or one that allows races); an associative update (`point_loops` not None: the
+    reduction loops its left side uses, `rfactor.warp_point_loops`) may bind one other
+    reduction loop to threads as a warp reduction (see `warp_reduction_problem`)."""
     def at(kind):
         return [i for i, d in enumerate(dims) if d.kind is kind]
 
@@ -66,16 +69,59 @@ def nesting_problem(dims: list[Dim], reductions_bindable: bool = False) -> str |
         if threads and v > threads[0]:
             return (f"vthread loop {dims[v].name} is inside thread loop "
                     f"{dims[threads[0]].name}; vthreads go outside the thread loops")
-    for d in dims:
-        if d.kind in _BOUND and not d.pure and not reductions_bindable:
-            return (f"{d.name} is a reduction loop bound to {_BOUND[d.kind]}s; only pure "
-                    "loops can be bound (use rfactor to make the reduction parallel, or "
-                    "call atomic() on the update first)")
+    bound = [d for d in dims if d.kind in _BOUND and not d.pure]
+    if bound and not reductions_bindable:
+        return warp_reduction_problem(dims, bound, point_loops)
+    return None
+
+
+def warp_reduction_problem(dims: list[Dim], bound: list[Dim],
+                           point_loops: frozenset[str] | None) -> str | None:
+    """Why the reduction loops `bound` (bound to the GPU, of an update neither atomic nor
+    allowed races) can't be a warp reduction, or None. A warp reduction binds one
+    reduction loop of an associative update to threads, as the innermost thread loop
+    (lanes of one warp), with only reduction loops inside it: each thread combines its
+    part into one value, and the threads of the loop combine theirs by warp shuffles
+    (`lower.warp_reductions`, which also wants a power-of-two extent up to 32)."""
+    d = bound[0]
+    if point_loops is None:
+        return (f"{d.name} is a reduction loop bound to {_BOUND[d.kind]}s; only pure "
+                "loops can be bound, unless the update is an associative reduction "
+                "(f = f + e, f * e, min, max, &, |, ^: bound to threads, it is a warp "
+                "reduction). Use rfactor to make the reduction parallel, or call "
+                "atomic() on the update first")
+    if d.kind is not ForKind.GPU_THREAD or len(bound) > 1:
+        names = ", ".join(f"{x.name} ({_BOUND[x.kind]})" for x in bound)
+        return (f"a warp reduction binds one reduction loop to GPU threads, but {names} "
+                f"{'is' if len(bound) == 1 else 'are'} bound; bind the others' work to "
+                "blocks through rfactor, or make the update atomic()")
+    if d.name in point_loops:
+        return (f"reduction loop {d.name} picks the point the update writes (its left side "
+                "uses it), so threads that differ in it update different points: that is "
+                "no reduction across threads. Make the update atomic() first")
+    k = dims.index(d)
+    threads = [i for i, x in enumerate(dims) if x.kind is ForKind.GPU_THREAD]
+    if k != threads[-1]:
+        return (f"reduction loop {d.name} is bound to GPU threads (a warp reduction), so "
+                f"it must be the innermost thread loop (lanes of one warp), but "
+                f"{dims[threads[-1]].name} is inside it")
+    inside = [x.name for x in dims[k + 1:] if x.pure or x.name in point_loops]
+    if inside:
+        return (f"reduction loop {d.name} is bound to GPU threads (a warp reduction), so "
+                f"each thread combines one point's values and the loops inside it must "
+                f"be reduction loops that the left side doesn't use, but "
+                f"{', '.join(inside)} {'picks' if len(inside) == 1 else 'pick'} the point; "
+                f"move {'it' if len(inside) == 1 else 'them'} outside {d.name}")
     return None
 
 
 class GpuLoops:
     """Mixin for Schedulable: GPU bindings and tensorize of one stage."""
+
+    def _warp_point_loops(self) -> frozenset[str] | None:
+        """`rfactor.warp_point_loops` of this stage (None: no warp reduction; pure stages
+        have no reduction loops)."""
+        return None
 
     def _bind(self: G, call: str, vs: tuple, kind: ForKind, most: int) -> G:
         stage: StageSchedule = self._stage()
@@ -96,7 +142,8 @@ class GpuLoops:
         old = [d.kind for d in dims]
         for d in dims:
             d.kind = kind
-        problem = nesting_problem(stage.dims, stage.atomic or stage.allow_races)
+        problem = nesting_problem(stage.dims, stage.atomic or stage.allow_races,
+                                  self._warp_point_loops())
         if problem is not None:
             for d, k in zip(dims, old, strict=True):
                 d.kind = k

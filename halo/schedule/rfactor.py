@@ -15,13 +15,15 @@ from halo.analysis.loops import (
     Split,
     divides,
     fused_values,
+    loop_sources,
     ranges_after,
     split_value,
 )
 from halo.ir import nodes as n
-from halo.ir.substitute import substitute
+from halo.ir.substitute import substitute, var_names
 from halo.ir.visitor import walk
 from halo.program import Definition
+from halo.schedule.races import self_read_problem
 from halo.schedule.records import StageSchedule
 
 
@@ -97,6 +99,28 @@ def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr]
             if t == self_call and free(e) and not t.type.is_float:
                 return ("minimum" if minimum else "maximum"), e
     return None
+
+
+def reduction_form(func: str, d: Definition) -> tuple[str, n.Expr] | None:
+    """(operator name, e) when update `d` of `func` is `func = func op e` in a form of
+    `OPERATORS` that reads `func` nowhere else (value, left side, RDom predicate)."""
+    predicate = d.rdom.predicate.node if d.rdom and d.rdom.predicate is not None else None
+    if self_read_problem(func, d.args, d.value, predicate):
+        return None
+    return recognize(func, n.Call(d.value.type, func, d.args, n.CallKind.FUNC), d.value)
+
+
+def warp_point_loops(func: str, d: Definition, sched: StageSchedule) -> frozenset[str] | None:
+    """For a warp reduction of update `d` (schedule `sched`): None where the update isn't
+    associative (`reduction_form`), else the loops made of reduction variables that its
+    left side uses, which pick the point updated: threads that differ in one of them
+    update different points, so such a loop can't be the warp's."""
+    if reduction_form(func, d) is None:
+        return None
+    rvars = [r.name for r in d.rdom.rvars] if d.rdom is not None else []
+    used = set().union(*(var_names(a) for a in d.args)) & set(rvars)
+    sources = loop_sources([*d.pure_var_names(), *rvars], sched.transforms)
+    return frozenset(name for name, source in sources.items() if source & used)
 
 
 def _shifted_sum(self_call: n.Call, value: n.Expr) -> n.Expr | None:

@@ -20,7 +20,7 @@ from halo.schedule.races import (
     self_read_problem,
 )
 from halo.schedule.records import Dim, StageSchedule
-from halo.schedule.rfactor import LEGAL_FORMS, recognize
+from halo.schedule.rfactor import LEGAL_FORMS, recognize, reduction_form, warp_point_loops
 from halo.schedule.stage import Schedulable
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class UpdateStage(Schedulable):
                 distinct_points_problem(self.func.name, d.args, rvars, vars_, moving)
 
         swaps = order_change(sched.dims, new_dims)
-        if swaps and self._order_free(predicate):
+        if swaps and (self._order_free() or self._warp_reduction(new_dims, sched)):
             swaps = []
         for a, b in swaps:
             why = problem(sources[a], rvars) and problem(sources[b], rvars)
@@ -74,16 +74,25 @@ class UpdateStage(Schedulable):
                         f"would race: {why}. To allow it, use {WAYS_OUT}")
         return None
 
-    def _order_free(self, predicate: n.Expr | None) -> bool:
+    def _warp_point_loops(self, sched: StageSchedule | None = None) -> frozenset[str] | None:
+        return warp_point_loops(self.func.name, self._definition(),
+                                self._stage() if sched is None else sched)
+
+    def _warp_reduction(self, dims: list[Dim], sched: StageSchedule) -> bool:
+        """Whether `dims` bind a reduction loop to GPU threads as a warp reduction, which
+        regroups the update's operations anyway (floats too, as rfactor does), so its
+        reduction loops may be reordered."""
+        points = self._warp_point_loops(sched)
+        return points is not None and any(
+            d.kind is ForKind.GPU_THREAD and not d.pure and d.name not in points for d in dims)
+
+    def _order_free(self) -> bool:
         """Whether the update gives the same result in any order of its iterations: it is
         `f = f op e` (e free of f, f read nowhere else) with `op` exactly associative and
         commutative: + * & | ^ min max on integers, min max on floats (float sums and
         products round differently in another order)."""
         d = self._definition()
-        if self_read_problem(self.func.name, d.args, d.value, predicate):
-            return False
-        self_call = n.Call(d.value.type, self.func.name, d.args, n.CallKind.FUNC)
-        form = recognize(self.func.name, self_call, d.value)
+        form = reduction_form(self.func.name, d)
         if form is None:
             return False
         return not d.value.type.is_float or form[0] in ("minimum", "maximum",

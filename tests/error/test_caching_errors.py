@@ -252,11 +252,12 @@ def test_gpu_bound_reduction_loop():
     r = halo.RDom((0, 8), name="r")
     s = halo.Func("s")
     s[x] = 0.0
-    s[x] += inp[x + r]
+    s[x] = s[x] * 0.5 + inp[x + r]  # (an associative update may: a warp reduction)
     assert message(halo.ScheduleError, lambda: s.update(0).gpu_threads(r.x)) == (
         "s.update(0).gpu_threads(r.x): r.x is a reduction loop bound to GPU threads; only "
-        "pure loops can be bound (use rfactor to make the reduction parallel, or call atomic() "
-        "on the update first). The loops of "
+        "pure loops can be bound, unless the update is an associative reduction (f = f + e, "
+        "f * e, min, max, &, |, ^: bound to threads, it is a warp reduction). Use rfactor to "
+        "make the reduction parallel, or call atomic() on the update first. The loops of "
         "s.update(0) are, outermost first: x, r.x")
 
 

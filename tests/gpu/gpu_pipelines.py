@@ -401,3 +401,68 @@ PIPELINES.update({
     "vectorized_shared": vectorized_shared,
     "vectorized_reduction": vectorized_reduction,
 })
+
+
+def warp_rows(shape=(13, 1000)):
+    """A warp a row: each of 32 lanes sums every 32nd column (a guarded tail: 1000 is no
+    multiple of 32), then the lanes add their sums by warp shuffles; 4 rows a block."""
+    y, yo, yi, ro, ri = halo.vars("y yo yi ro ri")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, shape[1]), name="r")
+    total = halo.Func("total")
+    total[y] = 0.0
+    total[y] = total[y] + inp[y, r.x]
+    total.gpu_tile(y, yo, yi, 4)
+    total.update(0).split(r.x, ro, ri, 32).gpu_threads(ri).reorder(ri, ro) \
+        .split(y, yo, yi, 4).gpu_blocks(yo).gpu_threads(yi, ri)
+    return total, {inp: _image(shape)}, (shape[0],)
+
+
+def warp_merge(shape=(7, 301)):
+    """rfactor into 64 partials a row in shared memory, merged by 16 lanes (4 partials
+    each, then shuffles of 16-bit integers): the max of each row."""
+    y, u, ro, ri, mo, mi = halo.vars("y u ro ri mo mi")
+    inp = halo.ImageParam(halo.int16, 2, "inp")
+    r = halo.RDom((0, shape[1]), name="r")
+    top = halo.Func("top")
+    top[y] = halo.int16.min_value()
+    top[y] = halo.max(top[y], inp[y, r.x])
+    out = halo.Func("out")
+    out[y] = top[y] * 2
+    out.gpu_blocks(y)
+    top.compute_at(out, y)
+    top.update(0).split(r.x, ro, ri, 64)
+    partial = top.update(0).rfactor(ri, u)
+    partial.compute_at(out, y).gpu_threads(u)
+    partial.update(0).reorder(u, ro).gpu_threads(u)
+    top.update(0).split(ri, mo, mi, 16).gpu_threads(mi).reorder(mi, mo)
+    return out, {inp: _image(shape, np.int16, -30000, 30000)}, (shape[0],)
+
+
+def warp_groups(shape=(11, 8)):
+    """Reductions over 8 lanes, 5 rows a block (groups of 8 lanes within a warp, the last
+    block's rows guarded): a difference (f - e), and a select-maximum over bytes."""
+    y, yo, yi = halo.vars("y yo yi")
+    inp = halo.ImageParam(halo.uint8, 2, "inp")
+    r = halo.RDom((0, shape[1]), name="r")
+    d = halo.Func("d")
+    d[y] = 1000
+    d[y] = d[y] - halo.cast(halo.int32, inp[y, r.x])
+    m = halo.Func("m")
+    m[y] = halo.cast(halo.uint8, 0)
+    m[y] = halo.select(m[y] < inp[y, r.x], inp[y, r.x], m[y])
+    out = halo.Func("out")
+    out[y] = d[y] + halo.cast(halo.int32, m[y])
+    out.gpu_tile(y, yo, yi, 5)
+    for f in (d, m):
+        f.compute_at(out, yo).gpu_threads(y)
+        f.update(0).gpu_threads(y, r.x)
+    return out, {inp: _image(shape, np.uint8, 0, 256)}, (shape[0],)
+
+
+PIPELINES.update({
+    "warp_rows": warp_rows,
+    "warp_rows_one": lambda: warp_rows((1, 1)),
+    "warp_merge": warp_merge,
+    "warp_groups": warp_groups,
+})

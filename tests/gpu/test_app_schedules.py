@@ -34,9 +34,14 @@ def test_matmul(n, k, m, schedule):
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (5, 300), (3, 1024)])
-def test_softmax(shape):
+@pytest.mark.parametrize("schedule", [
+    softmax.gpu_schedule,
+    lambda f: softmax.gpu_schedule(f, rows=4, unroll=3),
+    softmax.gpu_schedule_partials,
+], ids=["warps", "warps_4_rows", "partials"])
+def test_softmax(shape, schedule):
     x, out, funcs = softmax.algorithm()
-    softmax.gpu_schedule(funcs)
+    schedule(funcs)
     data = RNG.standard_normal(shape).astype(np.float32) * 3
     np.testing.assert_allclose(out.realize(shape, inputs={x: data}, target="cuda"),
                                halo.reference(out, shape, inputs={x: data}), rtol=1e-5,
@@ -74,10 +79,15 @@ def test_harris(shape):
                                atol=1e-5)
 
 
-@pytest.mark.parametrize(("batch", "ci", "co", "h", "w"), [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33)])
-def test_conv_relu(batch, ci, co, h, w):
+@pytest.mark.parametrize("schedule", [
+    conv_relu.gpu_schedule, conv_relu.gpu_schedule_direct,
+    lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4)],
+    ids=["shared", "direct", "shared_small_tiles"])
+@pytest.mark.parametrize(("batch", "ci", "co", "h", "w"),
+                         [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33), (1, 13, 37, 9, 40)])
+def test_conv_relu(batch, ci, co, h, w, schedule):
     image, weights, bias, relu, funcs = conv_relu.algorithm()
-    conv_relu.gpu_schedule(funcs)
+    schedule(funcs)
     inputs = {image: RNG.standard_normal((batch, ci, h, w)).astype(np.float32),
               weights: RNG.standard_normal((co, ci, 3, 3)).astype(np.float32),
               bias: RNG.standard_normal(co).astype(np.float32)}

@@ -32,6 +32,7 @@ from halo.ir import nodes as n
 from halo.ir.types import Type, int32
 from halo.ir.visitor import child_nodes, rewrite
 from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS, shared_buffers
+from halo.lower.warp_reductions import GPU_SHUFFLE_XOR
 
 _SCALAR_PRELUDE = r"""#include <stdint.h>
 #include <cuda_fp16.h>
@@ -96,6 +97,20 @@ template <typename T, typename F> __device__ void halo_atomic_update(T* addr, F 
         } while (assumed != old);
     }
 }
+// Warp reductions: the value of the lane `offset` away (lane xor offset) in this lane's
+// aligned group of `width` lanes (a power of two up to 32), whose lanes all call it.
+__device__ __forceinline__ unsigned halo_lane_group(int width) {
+    unsigned lane = (threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)) & 31u;
+    return width == 32 ? 0xffffffffu : ((1u << width) - 1u) << (lane & ~(unsigned)(width - 1));
+}
+template <typename T> __device__ __forceinline__ T halo_shuffle_xor(T v, int offset, int width) {
+    return __shfl_xor_sync(halo_lane_group(width), v, offset, width);
+}
+// (the types shuffles don't take travel as an int)
+#define HALO_SHUFFLE_AS_INT(T) __device__ __forceinline__ T halo_shuffle_xor(T v, int o, int w) { \
+    return (T)__shfl_xor_sync(halo_lane_group(w), (int)v, o, w); }
+HALO_SHUFFLE_AS_INT(bool) HALO_SHUFFLE_AS_INT(int8_t) HALO_SHUFFLE_AS_INT(uint8_t)
+HALO_SHUFFLE_AS_INT(int16_t) HALO_SHUFFLE_AS_INT(uint16_t)
 """
 PRELUDE = _SCALAR_PRELUDE + vectors.PRELUDE
 
@@ -521,6 +536,10 @@ class _Emitter:
                 return f"{self.names(name)}[{_strip(self.expr(index))}]"
             case n.Call(kind=n.CallKind.INTRINSIC, name=name) if name == FIRST_THREAD:
                 return "(threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)"
+            case n.Call(kind=n.CallKind.INTRINSIC, name=name, args=(v, offset, width)) \
+                    if name == GPU_SHUFFLE_XOR:
+                value = self.expr(v) if t.bits >= 32 else f"({c_type(t)}){self.expr(v)}"
+                return f"halo_shuffle_xor({value}, {offset.value}, {width.value})"
             case n.Call(kind=n.CallKind.MATH, name=name, args=args):
                 return self.math(t, name, args)
             case n.BinaryOp(a=a, b=b):
