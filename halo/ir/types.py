@@ -8,6 +8,7 @@ dtype or its string works too (`as_type`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -62,18 +63,22 @@ class Type:
         return 1 if self.code == BOOL else self.bits // 8
 
     def min_value(self) -> int | float:
-        if self.is_float:
-            return -np.inf
-        if self.is_bool:
-            return 0
-        return int(np.iinfo(self.numpy).min)
+        return _limits(self.code, self.bits)[0]
 
     def max_value(self) -> int | float:
-        if self.is_float:
-            return np.inf
-        if self.is_bool:
-            return 1
-        return int(np.iinfo(self.numpy).max)
+        return _limits(self.code, self.bits)[1]
+
+
+@cache
+def _limits(code: str, bits: int) -> tuple[int | float, int | float]:
+    """The least and greatest values of a type (every call of a compiled pipeline checks
+    its scalar arguments against them, so they are computed once)."""
+    if code == FLOAT:
+        return -np.inf, np.inf
+    if code == BOOL:
+        return 0, 1
+    info = np.iinfo(np.dtype(f"{code}{bits}"))
+    return int(info.min), int(info.max)
 
 
 bool_ = Type(BOOL, 1)

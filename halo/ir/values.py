@@ -32,6 +32,8 @@ def checked_scalar(t: Type, value: object, what: str,
                    error: type[HaloError] = InputError) -> bool | int | float:
     """`value` as the Python bool, int or float it stands for in type `t`; `error`
     naming `what` (e.g. "Param p (int32)") and what `t` accepts if it can't be one."""
+    if type(value) is int and t.is_integer and t.min_value() <= value <= t.max_value():
+        return value  # (the common case, e.g. an extent: no other test needed)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if t.is_bool:

@@ -82,12 +82,16 @@ def _contiguous_strides(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, .
 
 
 def is_device_array(a: object) -> bool:
+    if isinstance(a, (np.ndarray, DeviceArray)):  # (no interface to build: it costs)
+        return isinstance(a, DeviceArray)
     return hasattr(a, "__cuda_array_interface__") or offers_cuda_dlpack(a)
 
 
 def device_array(a: object, what: str) -> DeviceArray:
     """`a` (through `__cuda_array_interface__`, else DLPack) as a DeviceArray; `what` names
     it in errors."""
+    if isinstance(a, DeviceArray):
+        return a
     if not hasattr(a, "__cuda_array_interface__"):
         view = DLPackView(a)
         if view.problem:
