@@ -72,34 +72,38 @@ def schedule(funcs) -> None:
 
 
 def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 32,
-                 depth: int = 8) -> None:
-    """For target 'cuda', as an implicit matrix multiply: a block computes `channels`
-    output channels x `rows` x `columns` pixels of one image; each thread accumulates 8
-    channels x 4 neighbouring columns in registers (conv stored "local" at the block
-    loop: each thread keeps its own part) across the whole reduction, which runs
-    `depth` input channels at a time: per step, the block's threads copy the zero-padded
-    input window (`depth` x rows + 2 x columns + 2) into shared memory, then each
-    thread runs its 9 x `depth` x 32 multiply-adds, the weights read through L1 (every
-    lane of a warp reads the same weight)."""
+                 depth: int = 8, registers: tuple[int, int] = (8, 4)) -> None:
+    """For target 'cuda', as an implicit matrix multiply (the pattern of matmul's
+    `gpu_schedule`): a block computes `channels` output channels x `rows` x `columns`
+    pixels of one image (the grid: images, channel blocks, pixel tiles); each thread
+    accumulates `registers` (channels, neighbouring columns) in registers (conv stored
+    "local" at the block loop: each thread keeps its own part) across the whole
+    reduction, which runs `depth` input channels at a time: per step, the block's threads
+    copy the zero-padded input window (`depth` x rows + 2 x columns + 2) into shared
+    memory, then each thread runs its 9 x `depth` x registers multiply-adds, the weights
+    read through L1 (every lane of a warp reads the same weight; staging them in shared
+    memory too measured slower). The grid has a block per image too, so a batch fills
+    the GPU."""
     n, co, y, x = halo.vars("n co y x")
     coo, coi, yo, yi, xo, xi, ct, cv, xt, xv = halo.vars("coo coi yo yi xo xi ct cv xt xv")
-    cio, cii, c, ys, yt, xs = halo.vars("cio cii c ys yt xs")
+    cio, cii, c, ys, yt, xs, tile = halo.vars("cio cii c ys yt xs tile")
     relu, conv, padded, r = funcs["relu"], funcs["conv"], funcs["padded"], funcs["r"]
     relu.split(co, coo, coi, channels).split(y, yo, yi, rows).split(x, xo, xi, columns)
-    relu.split(coi, ct, cv, 8).split(xi, xt, xv, 4)
-    relu.reorder(n, coo, yo, xo, ct, yi, xt, cv, xv).gpu_blocks(coo, yo, xo) \
-        .gpu_threads(ct, yi, xt).unroll(cv).unroll(xv)
-    conv.compute_at(relu, xo).store_in("local")
-    conv.split(co, ct, cv, 8, tail="guard").split(x, xt, xv, 4, tail="guard") \
+    rc, rx = registers
+    relu.split(coi, ct, cv, rc).split(xi, xt, xv, rx)
+    relu.reorder(n, coo, yo, xo, ct, yi, xt, cv, xv).fuse(yo, xo, tile) \
+        .gpu_blocks(n, coo, tile).gpu_threads(ct, yi, xt).unroll(cv).unroll(xv)
+    conv.compute_at(relu, tile).store_in("local")
+    conv.split(co, ct, cv, rc, tail="guard").split(x, xt, xv, rx, tail="guard") \
         .reorder(n, ct, y, xt, cv, xv).gpu_threads(ct, y, xt).unroll(cv).unroll(xv)
     update = conv.update(0)
-    update.split(r.x, cio, cii, depth).split(co, ct, cv, 8).split(x, xt, xv, 4)
+    update.split(r.x, cio, cii, depth).split(co, ct, cv, rc).split(x, xt, xv, rx)
     update.reorder(n, cio, ct, y, xt, cii, r.y, r.z, cv, xv).gpu_threads(ct, y, xt) \
         .unroll(r.y).unroll(r.z).unroll(cv).unroll(xv)
     padded.compute_at(update, cio).store_in("shared")
     image_c, image_y, image_x = padded.args[1:]
-    padded.split(image_x, xs, xt, 8).split(image_y, ys, yt, rows) \
-        .reorder(image_c, ys, xs, yt, xt).split(image_c, c, cii, 8) \
+    padded.split(image_x, xs, xt, columns // rx).split(image_y, ys, yt, rows) \
+        .reorder(image_c, ys, xs, yt, xt).split(image_c, c, cii, channels // rc) \
         .reorder(c, ys, xs, cii, yt, xt).gpu_threads(cii, yt, xt)
 
 

@@ -92,12 +92,13 @@ def schedule(funcs) -> None:
         funcs[name].store_at(output, yo).compute_at(output, yi).vectorize(x, vector())
 
 
-def gpu_schedule(funcs) -> None:
-    """For target 'cuda': blocks of 8 x 32 threads; gray, Ix and Iy per block in shared
-    memory (filled by the block's threads), the structure tensor and response inline."""
+def gpu_schedule(funcs, rows: int = 8, columns: int = 32) -> None:
+    """For target 'cuda': blocks of `rows` x `columns` threads; gray, Ix and Iy per block
+    in shared memory (filled by the block's threads), the structure tensor and response
+    inline."""
     y, x, yo, xo, yi, xi = halo.vars("y x yo xo yi xi")
     output = funcs["output"]
-    output.gpu_tile(y, x, yo, xo, yi, xi, 8, 32)
+    output.gpu_tile(y, x, yo, xo, yi, xi, rows, columns)
     for name in ("gray", "Ix", "Iy"):
         funcs[name].compute_at(output, xo).store_in("shared").gpu_threads(y, x)
 

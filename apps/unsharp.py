@@ -82,13 +82,15 @@ def schedule(funcs) -> None:
         funcs[name].compute_at(output, xo).vectorize(funcs[name].args[-1], VECTOR)
 
 
-def gpu_schedule(funcs) -> None:
-    """For target 'cuda': blocks of 8 x 32 threads, the three channels of a pixel in one
-    thread; gray and blur_y per block in shared memory (filled by the block's threads),
-    ratio per pixel in registers, the rest inline."""
+def gpu_schedule(funcs, rows: int = 8, columns: int = 64) -> None:
+    """For target 'cuda': blocks of `rows` x `columns` threads, the three channels of a
+    pixel in one thread; gray and blur_y per block in shared memory (filled by the
+    block's threads, one point each: their regions, with the blur's margins, must stay
+    within 1024 threads), ratio per pixel in registers, the rest inline."""
     c, y, x, yo, xo, yi, xi = halo.vars("c y x yo xo yi xi")
     output = funcs["output"]
-    output.bound(c, 0, 3).gpu_tile(y, x, yo, xo, yi, xi, 8, 32).reorder(yo, xo, yi, xi, c)
+    output.bound(c, 0, 3).gpu_tile(y, x, yo, xo, yi, xi, rows, columns) \
+        .reorder(yo, xo, yi, xi, c)
     output.unroll(c)
     for name in ("gray", "blur_y"):
         funcs[name].compute_at(output, xo).store_in("shared").gpu_threads(y, x)

@@ -286,12 +286,10 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         check = cudnn()
         variants = {"torch (cuDNN, TF32 off)": cudnn}
         for label, schedule in (
-                ("halo, 64 channels x 4 x 32 pixels a block",
-                 lambda f: conv_relu.gpu_schedule(f, channels=64)),
                 ("halo, 16 channels x 2 x 32 pixels a block",
                  lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2)),
-                ("halo, 32 channels x 8 x 32 pixels a block, 16 input channels a step",
-                 lambda f: conv_relu.gpu_schedule(f, rows=8, depth=16)),
+                ("halo, 16 channels x 4 x 32 pixels a block, 4 x 4 registers a thread",
+                 lambda f: conv_relu.gpu_schedule(f, channels=16, registers=(4, 4))),
                 ("halo, direct (no shared memory)", conv_relu.gpu_schedule_direct)):
             *_, other_relu, other_funcs = conv_relu.algorithm()
             schedule(other_funcs)
@@ -312,6 +310,12 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
             (lambda: harris.numpy_harris(image))
         check = eager()
         variants = {"torch eager": eager}
+        for tile in ((8, 32), (16, 32), (8, 64)):  # (a producer's thread a point: <= 1024)
+            other, _ = _halo(app, lambda f: f["output"],
+                             lambda f, t=tile: app.gpu_schedule(f, *t))
+            o3 = torch.empty_like(out)
+            variants[f"halo, blocks of {tile[0]} x {tile[1]} threads"] = bound_pipeline(
+                other, lambda o=other, c=o3: o(out=c, image=image))
         moved, flops = (image.numel() + out.numel()) * 4, None
     else:
         raise SystemExit(f"unknown case {name}")

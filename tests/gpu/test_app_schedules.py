@@ -81,8 +81,9 @@ def test_harris(shape):
 
 @pytest.mark.parametrize("schedule", [
     conv_relu.gpu_schedule, conv_relu.gpu_schedule_direct,
-    lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4)],
-    ids=["shared", "direct", "shared_small_tiles"])
+    lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4),
+    lambda f: conv_relu.gpu_schedule(f, registers=(4, 8))],
+    ids=["shared", "direct", "shared_small_tiles", "registers_4_8"])
 @pytest.mark.parametrize(("batch", "ci", "co", "h", "w"),
                          [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33), (1, 13, 37, 9, 40)])
 def test_conv_relu(batch, ci, co, h, w, schedule):
