@@ -6,15 +6,16 @@ names don't matter) and the sizes it was planned for (by canonical name), and by
 `target` fingerprint of the host that measured it (CPU model and features, thread count,
 halo version: `measure.fingerprint`). It holds the schedule as JSON (in the names of the
 algorithm as it was then, with `names`, their canonical names, to move it to another copy),
-the times or the error, the compile time, the prediction, and the tuning session's
-clock. Two kinds: `"measurement"` (every candidate timed) and `"best"` (the schedule a
-session chose, after it passed the checks at awkward sizes): a later call returns the
-best of those instantly, and `halo.apply_best` applies it.
+the times or the error, the compile time, the prediction, the cost model's terms of the
+schedule (`terms`), and the tuning session's clock. Two kinds: `"measurement"` (every
+candidate timed) and `"best"` (the schedule a session chose, after it passed the checks
+at awkward sizes): a later call returns the best of those instantly, and
+`halo.apply_best` applies it.
 
 Records of another target are never used silently: where a problem has records only from
 other machines, the tuner warns and starts afresh, and `apply_best` refuses, saying which
-fingerprint entries differ. The lines also feed `halo.autoschedule.train` (fine-tuning a
-model on the user's own machine).
+fingerprint entries differ. The measurements also feed `halo.autoschedule.train`
+(`--records`: fine-tuning the model's weights on the user's own machine and problems).
 """
 from __future__ import annotations
 
@@ -58,6 +59,9 @@ class Record:
     session_s: float = 0.0  # the tuning session's clock when this line was written
     when: float = field(default_factory=time.time)
     format: int = FORMAT
+    # the cost model's terms of the schedule (`features.TERMS` by name) on the measuring
+    # machine: what `train --records` fits the model's weights on
+    terms: dict[str, float] | None = None
 
     def schedule_for(self, current: CanonicalAlgorithm) -> str:
         """The schedule in the names of `current`, a copy of the recorded algorithm."""

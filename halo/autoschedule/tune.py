@@ -38,6 +38,7 @@ import numpy as np
 
 from halo.autoschedule.algorithm import Algorithm, extent
 from halo.autoschedule.canonical import canonical
+from halo.autoschedule.features import TERMS
 from halo.autoschedule.measure import (
     DEFAULT_TIMEOUT_S,
     Executor,
@@ -365,11 +366,15 @@ class _Session:
                 m: Measurement | None = None) -> None:
         if self.records is None:
             return
+        terms = None
+        if kind == MEASUREMENT and c.state is not None:
+            row = self.p.search.terms([c.state])[0]
+            terms = dict(zip(TERMS, row.tolist(), strict=True))
         self.records.append(Record(
             kind, self.canon.digest, self.key, m.fingerprint if m else self.machine,
             self.canon.names, c.schedule, c.seconds,
             list(m.times_s) if m and m.times_s else None, c.error,
-            m.compile_s if m else 0.0, c.predicted_s, self.id, elapsed))
+            m.compile_s if m else 0.0, c.predicted_s, self.id, elapsed, terms=terms))
 
     def _refit(self) -> None:
         fit = getattr(self.p.search.model, "fit", None)

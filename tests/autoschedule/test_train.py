@@ -1,6 +1,7 @@
 """The cost model's training harness (`halo.autoschedule.train`): collect -> train ->
-evaluate end to end on a tiny set, the weights' JSON, the shipped weights, the metrics
-and the fit on cases whose answer is known, the realistic size profile."""
+evaluate end to end on a tiny set, tuning records as training samples, the weights' JSON,
+the shipped weights, the metrics and the fit on cases whose answer is known, the
+realistic size profile."""
 from __future__ import annotations
 
 import gzip
@@ -19,12 +20,19 @@ from halo.autoschedule.cost_model import (
     default_model,
 )
 from halo.autoschedule.features import TERMS
-from halo.autoschedule.measure import run_job
+from halo.autoschedule.measure import fingerprint, run_job
+from halo.autoschedule.records import MEASUREMENT, Record, Records
 from halo.autoschedule.search import children_of
 from halo.autoschedule.train import samples
 from halo.autoschedule.train.__main__ import main
 from halo.autoschedule.train.collect import CollectOptions, collect
-from halo.autoschedule.train.fit import Dataset, featurize, fit_weights, learning_curve
+from halo.autoschedule.train.fit import (
+    Dataset,
+    featurize,
+    fit_weights,
+    learning_curve,
+    records_dataset,
+)
 from halo.autoschedule.train.metrics import scores, spearman
 from halo.autoschedule.train.pipelines import (
     state_from_json,
@@ -34,7 +42,7 @@ from halo.autoschedule.train.pipelines import (
 )
 from halo.random_programs.random_pipeline import random_pipeline
 from halo.random_programs.size_profile import FUZZ, REALISTIC
-from halo.target import DEFAULT_CACHE_BYTES
+from halo.target import DEFAULT_CACHE_BYTES, Target
 
 
 class InProcess:
@@ -206,3 +214,48 @@ def test_read_stops_at_a_truncated_append(tmp_path):
     with open(path, "ab") as f:
         f.write(whole[:len(whole) // 2])
     assert [r["a"] for r in samples.read([path])][:2] == [1, 2]
+
+
+def _tuning_records(path, machine, problems=20, per_problem=6, seed=0) -> np.ndarray:
+    """A records file as tuning writes it: measurements of `problems` problems whose times
+    are the analytical weights x known factors applied to random terms; the factors."""
+    rng = np.random.default_rng(seed)
+    factors = rng.uniform(0.5, 2.0, len(TERMS))
+    weights = analytical().weights * factors
+    records = Records(path)
+    for p in range(problems):
+        for _ in range(per_problem):
+            terms = rng.uniform(0, 1e6, len(TERMS))
+            seconds = float(terms @ weights)
+            records.append(Record(MEASUREMENT, f"algorithm{p}", {"outputs": {}}, machine,
+                                  {}, "{}", seconds, [seconds], terms=dict(
+                                      zip(TERMS, terms.tolist(), strict=True))))
+    return factors
+
+
+def test_tuning_records_join_the_training_samples(tmp_path, capsys):
+    machine = fingerprint(Target())
+    path = tmp_path / "tuning.jsonl"
+    factors = _tuning_records(path, machine)
+    records = Records(path)
+    records.append(Record(MEASUREMENT, "old", {}, machine, {}, "{}", 1e-3))  # no terms
+    records.append(Record(MEASUREMENT, "elsewhere", {}, {**machine, "cpu": "other"}, {},
+                          "{}", 1e-3, terms=dict.fromkeys(TERMS, 1.0)))
+    read = records_dataset([path], machine)
+    assert read.problems == 20 and len(read.dataset.seconds) == 120
+    assert read.stale == 1 and read.other_machines == 1
+    training, held_out = read.dataset.split()
+    assert len(training.seconds) and len(held_out.seconds)  # problems, not lines, split
+    assert not set(training.groups) & set(held_out.groups)
+    weights, _ = fit_weights(read.dataset)
+    np.testing.assert_allclose([weights[t] for t in TERMS], analytical().weights * factors,
+                               rtol=1e-6)
+    out_weights = tmp_path / "w.json"
+    empty = tmp_path / "no_samples"
+    empty.mkdir()
+    assert main(["train", str(empty), "--records", str(path), "--out", str(out_weights),
+                 "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "120 measurements of 20 problems from tuning records; left out: 1 of other " \
+           "machines" in out and "1 without the current cost terms" in out
+    assert LinearTermsModel.load(out_weights).weights.any()

@@ -64,6 +64,9 @@ def test_records_resume_instantly_and_apply_best(tmp_path):
     lines = _records(path)
     assert [r["kind"] for r in lines].count("best") == 1
     assert sum(r["kind"] == "measurement" for r in lines) == first.measurements
+    # each measurement carries the cost terms of its schedule (what train --records fits)
+    assert all(tuple(r["terms"]) == TERMS and min(r["terms"].values()) >= 0
+               for r in lines if r["kind"] == "measurement")
 
     inp2, out2, _ = _blur()
     assert canonical([out2]).names != canonical([out]).names  # made-up names differ

@@ -44,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         s.add_argument("samples", nargs="*", type=Path, default=[DEFAULT_DATA],
                        help="samples files or folders (default: data/autoschedule)")
         s.add_argument("--jobs", type=int, default=2, help="processes computing features")
+        s.add_argument("--records", type=Path, action="append", default=[],
+                       help="a tuning records file (halo.autoschedule(..., records=...)) "
+                            "whose measurements on this machine join the samples; repeat "
+                            "for more")
+        s.add_argument("--threads", type=int, default=None,
+                       help="the thread count the records were measured with (default: "
+                            "halo's default for this host)")
         if name == "train":
             s.add_argument("--out", type=Path, default=LEARNED_WEIGHTS,
                            help="where the weights go (default: the package's; they are "

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from halo.autoschedule.cost_model import LinearTermsModel, RandomModel, analytical
-from halo.autoschedule.measure import DaskExecutor, LocalExecutor, RayExecutor
+from halo.autoschedule.measure import DaskExecutor, LocalExecutor, RayExecutor, fingerprint
 from halo.autoschedule.train import samples
 from halo.autoschedule.train.collect import CollectOptions, CollectSummary, collect
 from halo.autoschedule.train.fit import (
@@ -16,9 +16,11 @@ from halo.autoschedule.train.fit import (
     fit,
     fit_weights,
     learning_curve,
+    records_dataset,
 )
 from halo.autoschedule.train.metrics import HEADER
 from halo.errors import HaloError
+from halo.target import Target
 
 # Held-out pipelines a learned model must be scored on before it may become the default:
 # on fewer, a win is within the noise of which pipelines were drawn.
@@ -59,6 +61,14 @@ def _datasets(args: argparse.Namespace) -> tuple[Dataset, Dataset]:
     if ds.stale:
         print(f"{ds.stale} samples skipped as stale: their pipeline no longer draws the "
               "same, or their state no longer makes the schedule measured")
+    if args.records:
+        machine = fingerprint(Target(threads=args.threads))
+        read = records_dataset(args.records, machine)
+        print(f"{len(read.dataset.seconds)} measurements of {read.problems} problems from "
+              f"tuning records; left out: {read.other_machines} of other machines (not "
+              f"{machine['cpu']} with {machine['threads']} threads and halo "
+              f"{machine['halo']}), {read.stale} without the current cost terms")
+        ds = ds + read.dataset
     train, held_out = ds.split()
     if not len(train.seconds) or not len(held_out.seconds):
         raise HaloError(f"the samples in {', '.join(map(str, args.samples))} give "

@@ -9,15 +9,21 @@ et al. 2019, learned coefficients on hand-designed per-stage terms summed over t
 stages) minimizing the squared relative error of the predicted times: the analytical
 weights scaled by non-negative factors, with the fixed time of a call fitted beside
 them. Held out are the pipelines whose seed is a multiple of `HELD_OUT_EVERY`.
+
+`records_dataset` adds the measurements of tuning records (`halo.autoschedule(...,
+measure=True, records=...)`), whose lines carry the terms the tuner computed, so a
+model can be fitted to the user's own machine and problems (each problem a group).
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing as mp
 import random
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from tqdm import tqdm
@@ -29,6 +35,8 @@ from halo.autoschedule.cost_model import (
     non_negative_least_squares,
 )
 from halo.autoschedule.features import TERMS
+from halo.autoschedule.measure import same_machine
+from halo.autoschedule.records import MEASUREMENT, Records
 from halo.autoschedule.train.metrics import Scores, scores
 from halo.autoschedule.train.pipelines import (
     schedule_json,
@@ -60,6 +68,46 @@ class Dataset:
 
     def pipelines(self) -> list[int]:
         return sorted({int(g) for g in self.groups})
+
+    def __add__(self, other: Dataset) -> Dataset:
+        return Dataset(np.vstack([self.terms, other.terms]),
+                       np.concatenate([self.seconds, other.seconds]),
+                       np.concatenate([self.groups, other.groups]), self.stale + other.stale)
+
+
+@dataclass
+class RecordsRead:
+    """What `records_dataset` took from tuning records, and what it left out."""
+    dataset: Dataset
+    problems: int
+    other_machines: int   # measurements of another machine (by fingerprint)
+    stale: int            # measurements without terms, or with other terms than TERMS
+
+
+def records_dataset(paths: Iterable[str | Path], machine: dict) -> RecordsRead:
+    """The measurements of tuning records files (`halo.autoschedule(..., records=...)`)
+    made on a machine like `machine` (a fingerprint), as samples: the terms the tuner
+    computed for each schedule and its median time, grouped by problem (algorithm and
+    sizes), so that a problem is either trained on or held out."""
+    terms, seconds, groups = [], [], []
+    problems, other, stale = set(), 0, 0
+    for path in paths:
+        for r in Records(path):
+            if r.kind != MEASUREMENT or r.seconds is None:
+                continue
+            if not same_machine(r.target, machine):
+                other += 1
+            elif r.terms is None or tuple(r.terms) != TERMS:
+                stale += 1
+            else:
+                problem = json.dumps([r.algorithm, r.sizes], sort_keys=True)
+                problems.add(problem)
+                terms.append([r.terms[t] for t in TERMS])
+                seconds.append(float(np.median(r.times_s)) if r.times_s else r.seconds)
+                groups.append(int(hashlib.sha256(problem.encode()).hexdigest()[:12], 16))
+    ds = Dataset(np.array(terms, dtype=float).reshape(-1, len(TERMS)), np.array(seconds),
+                 np.array(groups, dtype=np.int64))
+    return RecordsRead(ds, len(problems), other, stale)
 
 
 def featurize(records: Iterable[dict], jobs: int = 1, progress: bool = True) -> Dataset:
