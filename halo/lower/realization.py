@@ -137,6 +137,8 @@ def _check_loop_records(f, target: Target) -> None:
         for where, sched in variants:
             points = warp_point_loops(f.name, f.definitions[k], sched) if k > 0 else None
             problem = nesting_problem(sched.dims, sched.atomic or sched.allow_races, points)
+            if problem is None and k > 0:
+                problem = f.update(k - 1)._reduction_order_problem(sched.dims, sched)
             if problem is not None:
                 raise ScheduleError(f"{where}: {problem}. The loops of {where} are, outermost "
                                     f"first: {', '.join(sched.dim_names())}")

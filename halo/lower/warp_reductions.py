@@ -28,7 +28,7 @@ before storage flattening.
 """
 from __future__ import annotations
 
-from halo.errors import ScheduleError
+from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
@@ -61,22 +61,29 @@ class _WarpReductions(IRMutator):
 
     def visit_For(self, loop: n.For) -> n.Stmt:
         loop = self.mutate_children(loop)
-        if loop.kind is not n.ForKind.GPU_THREAD or not self._reduces(loop.name):
+        if loop.kind is not n.ForKind.GPU_THREAD or not self._reduces(loop):
             return loop
         return self._reduced(loop)
 
-    def _reduces(self, loop_name: str) -> bool:
+    def _reduces(self, loop: n.For) -> bool:
         """Whether the thread loop is a warp reduction's: a reduction loop of an update
-        that neither is atomic nor allows races, in every schedule of the stage that has
-        it bound to threads."""
-        found, owner = loop_func(loop_name), self.ctx.loop_owners.get(loop_name)
+        whose schedule neither allows races nor (this copy of the loop: a specialization
+        may differ) makes it atomic."""
+        found, owner = loop_func(loop.name), self.ctx.loop_owners.get(loop.name)
         if found is None or owner is None or found[1] == 0:
             return False
         stage = self.ctx.env.funcs[found[0]].schedule.stages[found[1]]
         variants = [stage, *(s.schedule for s in stage.specializations)]
         bound = [s for s in variants for d in s.dims
                  if d.name == owner[2] and not d.pure and d.kind is n.ForKind.GPU_THREAD]
-        return bool(bound) and not any(s.atomic or s.allow_races for s in bound)
+        races = [s.allow_races for s in bound if not s.atomic]
+        if any(races) and not all(races):  # (copies of the loop can't be told apart)
+            raise ScheduleError(
+                f"{stage_label(*found)}: its specializations bind reduction loop {owner[2]} "
+                "to GPU threads both as a warp reduction and with races allowed; call "
+                "allow_race_conditions() on all of them or on none")
+        return bool(bound) and not any(races) and \
+            not any(isinstance(x, n.Atomic) for x in walk(loop.body))
 
     def _reduced(self, loop: n.For) -> n.Stmt:
         func, k = loop_func(loop.name)
@@ -89,9 +96,12 @@ class _WarpReductions(IRMutator):
                 f"{expr_to_str(loop.extent)}; split it by such a factor and bind the inner "
                 "loop, or rfactor the update to reduce over more threads")
         provides = [p for p in walk(loop.body) if isinstance(p, n.Provide) and p.name == func]
-        path = _path_to(loop.body, provides[0]) if len(provides) == 1 else []
+        if len(provides) != 1:  # (one update, one Provide: lowering made no copies yet)
+            raise InternalError(f"{where}: a warp reduction's loop holds {len(provides)} "
+                                f"updates of {func}, not one")
+        path = _path_to(loop.body, provides[0])
         varying = _varying(loop.name, path)
-        if len(provides) != 1 or any(var_names(a) & varying for a in provides[0].args):
+        if any(var_names(a) & varying for a in provides[0].args):
             raise ScheduleError(
                 f"{where} is bound to GPU threads (a warp reduction), so every thread must "
                 f"update the same point of {func}, but the point depends on the loops inside "

@@ -82,7 +82,7 @@ def _contiguous_strides(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, .
 
 
 def is_device_array(a: object) -> bool:
-    if isinstance(a, (np.ndarray, DeviceArray)):  # (no interface to build: it costs)
+    if type(a) is np.ndarray or isinstance(a, DeviceArray):  # (no interface to build)
         return isinstance(a, DeviceArray)
     return hasattr(a, "__cuda_array_interface__") or offers_cuda_dlpack(a)
 
@@ -90,7 +90,8 @@ def is_device_array(a: object) -> bool:
 def device_array(a: object, what: str) -> DeviceArray:
     """`a` (through `__cuda_array_interface__`, else DLPack) as a DeviceArray; `what` names
     it in errors."""
-    if isinstance(a, DeviceArray):
+    if isinstance(a, DeviceArray):  # (its fields as they are: no interface to build)
+        _checked(a.pointer, a.shape, a.strides, a.dtype, a.readonly, a.owner, what)
         return a
     if not hasattr(a, "__cuda_array_interface__"):
         view = DLPackView(a)

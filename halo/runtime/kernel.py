@@ -92,11 +92,12 @@ class Kernel:
         # GPU arrays in (all of them), no out=: the outputs stay on the device
         devices = [a for a in arrays.values() if isinstance(a, DeviceArray)]
         on_device = bool(devices) and out is None and len(devices) == len(arrays)
-        given = out if out is None or isinstance(out, (list, tuple)) else [out]
-        if on_gpu and given is not None:  # each GPU array's interface read once
+        given = None
+        if on_gpu and out is not None:  # each GPU array's interface read once
+            given = list(out) if isinstance(out, (list, tuple)) else [out]
             out = [_on_target(o, f"out= for {f}", True)
                    for o, f in zip(given, self.output_names, strict=False)] + \
-                list(given[len(self.output_names):])
+                given[len(self.output_names):]
         outs = self._outputs(shape, out, on_device)
         # What the code writes: the outputs, or (GPU) device views and contiguous stand-ins
         written = [_on_target(o, f"out= for {f}", on_gpu) for f, o in
@@ -126,7 +127,7 @@ class Kernel:
                 if o is not w and isinstance(o, np.ndarray):
                     o[...] = w
             if given is not None:
-                return list(given)
+                return given
             return [as_kind_of(o, devices[0].owner) for o in outs] if on_device else outs
         buffers = [arrays[b] if b in arrays else counts if b == COUNTS_BUFFER
                    else outs[self.output_names.index(b)] for b in self.buffer_names]

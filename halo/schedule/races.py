@@ -19,7 +19,11 @@ Otherwise the error names the ways out: `rfactor`, `.atomic()`, `.allow_race_con
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from halo.analysis.loops import Fuse, LoopTransform, Split
 from halo.ir import nodes as n
+from halo.ir.nodes import ForKind
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import var_names
 from halo.ir.visitor import walk
@@ -77,6 +81,32 @@ def order_change(old: list[Dim], new: list[Dim]) -> list[tuple[str, str]]:
     after = [d.name for d in new if not d.pure]
     return [(a, b) for i, a in enumerate(after) for b in after[i + 1:]
             if before.index(a) > before.index(b)]
+
+
+def regroupings(initial: list[str], rvars: set[str], transforms: Iterable[LoopTransform],
+                dims: list[Dim]) -> tuple[list[tuple[str, str]], dict[str, frozenset[str]]]:
+    """The pairs of loops over reduction variables whose relative order `dims` (the
+    stage's loops, outermost first) and its fuses changed from the order the splits and
+    fuses alone give (`initial` dimensions, outermost first; a fuse of two loops that
+    order has the other way round changes it too), and every loop's source variables.
+    Checked together at each call, they can't drift from what was allowed."""
+    natural = list(initial)
+    sources = {name: frozenset({name}) for name in initial}
+    pairs: list[tuple[str, str]] = []
+    for t in transforms:
+        if isinstance(t, Split):
+            k = natural.index(t.old)
+            natural[k:k + 1] = [t.outer, t.inner]
+            sources[t.outer] = sources[t.inner] = sources[t.old]
+        elif isinstance(t, Fuse):
+            outer, inner = natural.index(t.outer), natural.index(t.inner)
+            if inner < outer and sources[t.outer] & rvars and sources[t.inner] & rvars:
+                pairs.append((t.outer, t.inner))
+            sources[t.fused] = sources[t.outer] | sources[t.inner]
+            natural[outer] = t.fused
+            natural.remove(t.inner)
+    before = [Dim(name, ForKind.SERIAL, not sources[name] & rvars) for name in natural]
+    return pairs + order_change(before, dims), sources
 
 
 WAYS_OUT = ("rfactor(...) (an associative update becomes a parallel intermediate plus a "

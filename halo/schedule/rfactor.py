@@ -69,7 +69,8 @@ def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr]
             return kind, a
         return None
 
-    if (shifted := _shifted_sum(self_call, value)) is not None and free(shifted):
+    if (shifted := _shifted_sum(self_call, value)) is not None and free(shifted) and \
+            not _wraps(value.type):
         return "sum", shifted
     match value:
         case n.Add(a=a, b=b):
@@ -112,20 +113,23 @@ def reduction_form(func: str, d: Definition) -> tuple[str, n.Expr] | None:
 
 def warp_point_loops(func: str, d: Definition, sched: StageSchedule) -> frozenset[str] | None:
     """For a warp reduction of update `d` (schedule `sched`): None where the update isn't
-    associative (`reduction_form`), else the loops made of reduction variables that its
-    left side uses, which pick the point updated: threads that differ in one of them
-    update different points, so such a loop can't be the warp's."""
+    associative (`reduction_form`), else the loops made of variables its left side uses
+    (pure variables, and the reduction variables it uses), which pick the point updated:
+    threads that differ in one of them update different points, so such a loop can't be
+    the warp's."""
     if reduction_form(func, d) is None:
         return None
     rvars = [r.name for r in d.rdom.rvars] if d.rdom is not None else []
-    used = set().union(*(var_names(a) for a in d.args)) & set(rvars)
+    used = set().union(*(var_names(a) for a in d.args))
     sources = loop_sources([*d.pure_var_names(), *rvars], sched.transforms)
     return frozenset(name for name, source in sources.items() if source & used)
 
 
 def _shifted_sum(self_call: n.Call, value: n.Expr) -> n.Expr | None:
     """e2 when `value` is max(f + e, f) or min(f + e, f) (operands in any order), which is
-    f + e2 for e2 = max(e, 0) (min(e, 0)): a sum, as Halide proves (rfactor.cpp)."""
+    f + e2 for e2 = max(e, 0) (min(e, 0)): a sum, as Halide proves (rfactor.cpp). Not
+    for types that wrap (`recognize` checks): there f + e may overflow where the max
+    keeps f."""
     if not isinstance(value, (n.Min, n.Max)) or self_call not in (value.a, value.b):
         return None
     shifted = value.b if value.a == self_call else value.a
@@ -133,6 +137,12 @@ def _shifted_sum(self_call: n.Call, value: n.Expr) -> n.Expr | None:
         return None
     e = shifted.b if shifted.a == self_call else shifted.a
     return type(value)(e, n.const(0, e.type))
+
+
+def _wraps(t: n.Type) -> bool:
+    """Whether `t` wraps around on overflow (8- and 16-bit and unsigned integers; int32
+    and int64 overflow is the program's error, as in Halide: see `ir/nodes.py`)."""
+    return t.is_uint or t.is_int and t.bits < 32
 
 
 def default_name(func: str, stage: int) -> str:

@@ -149,8 +149,13 @@ class Schedulable(GpuLoops, ABC):
             raise self._error("fuse", args, f"'{o.name}' must be the loop immediately "
                                             f"outside '{i.name}' to fuse them")
         name = self._fresh("fuse", args, fused, consumed=(o.name, i.name))
+        saved = list(stage.dims), list(stage.transforms)
         stage.dims[k:k + 2] = [Dim(name, ForKind.SERIAL, o.pure and i.pure)]
         stage.transforms.append(Fuse(o.name, i.name, name))
+        problem = self._reduction_order_problem(stage.dims)
+        if problem:  # (the fused loop is serial: a warp reduction it ends may not allow it)
+            stage.dims[:], stage.transforms[:] = saved
+            raise self._error("fuse", args, problem)
         return self
 
     @as_written

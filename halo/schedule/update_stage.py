@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TypeVar
 
-from halo.analysis.loops import loop_sources
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
 from halo.ir.printer import expr_to_str
@@ -16,7 +15,7 @@ from halo.schedule.as_written import as_written
 from halo.schedule.races import (
     WAYS_OUT,
     distinct_points_problem,
-    order_change,
+    regroupings,
     self_read_problem,
 )
 from halo.schedule.records import Dim, StageSchedule
@@ -49,14 +48,16 @@ class UpdateStage(Schedulable):
             return None
         rvar_names = [r.name for r in d.rdom.rvars]
         rvars = set(rvar_names)
-        sources = loop_sources([*d.pure_var_names(), *rvar_names], sched.transforms)
         predicate = d.rdom.predicate.node if d.rdom.predicate is not None else None
 
         def problem(vars_: frozenset[str], moving: set[str]) -> str | None:
             return self_read_problem(self.func.name, d.args, d.value, predicate) or \
                 distinct_points_problem(self.func.name, d.args, rvars, vars_, moving)
 
-        swaps = order_change(sched.dims, new_dims)
+        # every reordering so far, not only this call's: a warp reduction allows them
+        # only while it lasts (a loop unbound later would run the float sum reordered)
+        swaps, sources = regroupings([*d.pure_var_names(), *rvar_names], rvars,
+                                     sched.transforms, new_dims)
         if swaps and (self._order_free() or self._warp_reduction(new_dims, sched)):
             swaps = []
         for a, b in swaps:

@@ -129,3 +129,49 @@ def test_shuffles_are_butterfly_shuffles_in_ptx(tmp_path):
                    check=True, capture_output=True)
     ptx = (tmp_path / "warp.ptx").read_text()
     assert re.search(r"shfl\.sync\.bfly\.b32", ptx)
+
+
+def test_a_warp_reduction_lasts_as_long_as_its_reordered_loops():
+    """A float sum's loops reordered under a warp reduction can't lose its binding: the
+    loops would run the sum in another order."""
+    ro, ri, t = halo.vars("ro ri t")
+    for unbind in (lambda u: u.serial(ri), lambda u: u.unroll(ri),
+                   lambda u: u.fuse(ri, ro, t)):
+        total, r = _row_sums()
+        update = total.update(0).split(r.x, ro, ri, 32).gpu_threads(ri).reorder(ri, ro)
+        with pytest.raises(halo.ScheduleError, match="swaps the reduction loops ro and ri"):
+            unbind(update)
+        assert [d.name for d in update._stage().dims] == ["y", "ri", "ro"]
+
+
+def test_a_loop_fused_from_a_pure_variable_picks_the_point():
+    t = halo.Var("t")
+    total, r = _row_sums()
+    with pytest.raises(halo.ScheduleError, match="reduction loop t picks the point"):
+        total.update(0).fuse("y", r.x, t).gpu_threads(t)
+
+
+def test_a_max_of_a_wrapping_sum_is_no_reduction():
+    """max(f + e, f) is f + max(e, 0) for floats only: uint8 sums wrap."""
+    y = halo.Var("y")
+    inp = halo.ImageParam(halo.uint8, 2, "inp")
+    r = halo.RDom((0, 2), name="r")
+    f = halo.Func("f")
+    f[y] = halo.cast(halo.uint8, 0)
+    f[y] = halo.max(f[y] + inp[y, r.x], f[y])
+    assert not f.update(0)._order_free()
+    with pytest.raises(halo.ScheduleError, match="unless the update is an associative"):
+        f.update(0).gpu_threads(r.x)
+
+
+def test_a_specialization_may_reduce_by_warps_where_the_stage_is_atomic():
+    y, ro, ri = halo.vars("y ro ri")
+    p = halo.Param(halo.float32, "p")
+    total, r = _row_sums(lambda t, inp, r, y: t[y] + inp[y, r.x] * p)
+    total.update(0).split(r.x, ro, ri, 32)
+    total.update(0).specialize(p > 0).gpu_blocks(y).gpu_threads(ri)
+    total.update(0).atomic().gpu_blocks(y).gpu_threads(ri)
+    kernels = total.compile(target=CUDA).function.kernels_source.split("__global__")[1:]
+    update = [k for k in kernels if "total_s1" in k]
+    assert sorted(("halo_shuffle_xor" in k, "atomicAdd" in k) for k in update) == \
+        [(False, True), (True, False)]
