@@ -82,8 +82,11 @@ class _WarpReductions(IRMutator):
                 f"{stage_label(*found)}: its specializations bind reduction loop {owner[2]} "
                 "to GPU threads both as a warp reduction and with races allowed; call "
                 "allow_race_conditions() on all of them or on none")
-        return bool(bound) and not any(races) and \
-            not any(isinstance(x, n.Atomic) for x in walk(loop.body))
+        updates = [x for x in walk(loop.body) if isinstance(x, n.Provide) and x.name == found[0]]
+        atomic = [x.body for x in walk(loop.body) if isinstance(x, n.Atomic)]
+        # (an update simplified away, e.g. by a predicate that never holds, leaves nothing)
+        return len(races) > 0 and not any(races) and bool(updates) and \
+            not any(u in atomic for u in updates)
 
     def _reduced(self, loop: n.For) -> n.Stmt:
         func, k = loop_func(loop.name)

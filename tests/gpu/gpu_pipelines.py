@@ -466,3 +466,27 @@ PIPELINES.update({
     "warp_merge": warp_merge,
     "warp_groups": warp_groups,
 })
+
+
+def warp_over_an_atomic_producer(shape=(5, 23), bins=6):
+    """A warp reduction whose threads each compute a producer with an atomic update of
+    its own (a row's histogram, in registers): only the reduction's own update decides
+    whether its loop is a warp reduction."""
+    y, yo, yi, ro, ri = halo.vars("y yo yi ro ri")
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    r9 = halo.RDom((0, shape[1]), name="r9")
+    hist = halo.Func("hist")
+    hist[y, halo.Var("b")] = 0
+    hist[y, inp[y, r9.x] % bins] += 1
+    r = halo.RDom((0, bins), name="r")
+    total = halo.Func("total")
+    total[y] = 0
+    total[y] += hist[y, r.x] * (r.x + 1)
+    total.gpu_tile(y, yo, yi, 4)
+    total.update(0).gpu_blocks(y).split(r.x, ro, ri, 2, tail="guard").gpu_threads(ri)
+    hist.compute_at(total.update(0), ri)
+    hist.update(0).atomic()
+    return total, {inp: _image(shape, np.int32, 0, 100)}, (shape[0],)
+
+
+PIPELINES["warp_over_an_atomic_producer"] = warp_over_an_atomic_producer

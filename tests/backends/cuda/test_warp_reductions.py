@@ -175,3 +175,25 @@ def test_a_specialization_may_reduce_by_warps_where_the_stage_is_atomic():
     update = [k for k in kernels if "total_s1" in k]
     assert sorted(("halo_shuffle_xor" in k, "atomicAdd" in k) for k in update) == \
         [(False, True), (True, False)]
+
+
+def test_an_atomic_producer_inside_the_warp_loop_leaves_it_a_warp_reduction():
+    out, _, _ = gpu_pipelines.warp_over_an_atomic_producer()
+    source = out.compile(target=CUDA).function.kernels_source
+    assert "halo_shuffle_xor(total_s1_r_x_ri_partial[0], 1, 2)" in source
+
+
+def test_an_update_its_predicate_empties_is_left_as_it_is():
+    y = halo.Var("y")
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    r = halo.RDom((0, 1), (0, 3), name="r")
+    r.where(r.y < r.x)  # never holds: lowering drops the update
+    f = halo.Func("f")
+    f[y] = 0
+    f[y] += inp[y, r.y]
+    out = halo.Func("out")
+    out[y] = f[y]
+    out.gpu_blocks(y)
+    f.compute_at(out, y)
+    f.update(0).gpu_threads(r.x)
+    assert "halo_shuffle_xor" not in out.compile(target=CUDA).function.kernels_source
