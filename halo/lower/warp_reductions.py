@@ -61,17 +61,16 @@ class _WarpReductions(IRMutator):
 
     def visit_For(self, loop: n.For) -> n.Stmt:
         loop = self.mutate_children(loop)
-        if loop.kind is not n.ForKind.GPU_THREAD or not self._reduces(loop):
-            return loop
-        return self._reduced(loop)
+        update = self._update(loop) if loop.kind is n.ForKind.GPU_THREAD else None
+        return loop if update is None else self._reduced(loop, update)
 
-    def _reduces(self, loop: n.For) -> bool:
-        """Whether the thread loop is a warp reduction's: a reduction loop of an update
-        whose schedule neither allows races nor (this copy of the loop: a specialization
-        may differ) makes it atomic."""
+    def _update(self, loop: n.For) -> n.Provide | None:
+        """The update a thread loop is a warp reduction's loop for, or None: a reduction
+        loop of an update whose schedule neither allows races nor (this copy of the loop:
+        a specialization may differ) makes it atomic."""
         found, owner = loop_func(loop.name), self.ctx.loop_owners.get(loop.name)
         if found is None or owner is None or found[1] == 0:
-            return False
+            return None
         stage = self.ctx.env.funcs[found[0]].schedule.stages[found[1]]
         variants = [stage, *(s.schedule for s in stage.specializations)]
         bound = [s for s in variants for d in s.dims
@@ -82,13 +81,17 @@ class _WarpReductions(IRMutator):
                 f"{stage_label(*found)}: its specializations bind reduction loop {owner[2]} "
                 "to GPU threads both as a warp reduction and with races allowed; call "
                 "allow_race_conditions() on all of them or on none")
+        # (an update simplified away, e.g. by a predicate that never holds, leaves none)
         updates = [x for x in walk(loop.body) if isinstance(x, n.Provide) and x.name == found[0]]
+        if not races or any(races) or not updates:
+            return None
+        if len(updates) > 1:  # (one update, one Provide: lowering made no copies yet)
+            raise InternalError(f"{stage_label(*found)}: a warp reduction's loop {owner[2]} "
+                                f"holds {len(updates)} updates of {found[0]}, not one")
         atomic = [x.body for x in walk(loop.body) if isinstance(x, n.Atomic)]
-        # (an update simplified away, e.g. by a predicate that never holds, leaves nothing)
-        return len(races) > 0 and not any(races) and bool(updates) and \
-            not any(u in atomic for u in updates)
+        return None if any(a is updates[0] for a in atomic) else updates[0]
 
-    def _reduced(self, loop: n.For) -> n.Stmt:
+    def _reduced(self, loop: n.For, update: n.Provide) -> n.Stmt:
         func, k = loop_func(loop.name)
         where = f"{stage_label(func, k)}: reduction loop {self.ctx.loop_owners[loop.name][2]}"
         width = loop.extent.value if isinstance(loop.extent, n.Const) else None
@@ -98,24 +101,19 @@ class _WarpReductions(IRMutator):
                 f"a constant power of two up to {WARP_LANES} (the lanes of a warp), but it is "
                 f"{expr_to_str(loop.extent)}; split it by such a factor and bind the inner "
                 "loop, or rfactor the update to reduce over more threads")
-        provides = [p for p in walk(loop.body) if isinstance(p, n.Provide) and p.name == func]
-        if len(provides) != 1:  # (one update, one Provide: lowering made no copies yet)
-            raise InternalError(f"{where}: a warp reduction's loop holds {len(provides)} "
-                                f"updates of {func}, not one")
-        path = _path_to(loop.body, provides[0])
+        path = _path_to(loop.body, update)
         varying = _varying(loop.name, path)
-        if any(var_names(a) & varying for a in provides[0].args):
+        if any(var_names(a) & varying for a in update.args):
             raise ScheduleError(
                 f"{where} is bound to GPU threads (a warp reduction), so every thread must "
                 f"update the same point of {func}, but the point depends on the loops inside "
                 "the reduction loop (or on it); bind a reduction loop that the left side of "
                 "the update doesn't use")
-        (update,) = provides
         self_call = n.Call(update.value.type, func, update.args, n.CallKind.FUNC)
         form = recognize(func, self_call, update.value)
-        if form is None:  # (the schedule checked the definition; lowering kept its form)
-            raise ScheduleError(f"{where} is bound to GPU threads, but the update isn't an "
-                                "associative reduction any more")
+        if form is None:  # (the schedule checked the definition; lowering keeps its form)
+            raise InternalError(f"{where}: a warp reduction's update lost its associative "
+                                f"form in lowering: {expr_to_str(update.value)}")
         accumulate, merge, identity = OPERATORS[form[0]]
         t = update.value.type
         name = f"{loop.name}.partial"
