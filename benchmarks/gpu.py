@@ -82,6 +82,13 @@ def bound_pipeline(kernel, call):
     return lambda: function(*captured["values"])
 
 
+def _variant(kernel, like, **inputs):
+    """`kernel` (another schedule of a case) bound to `inputs` and an output of its own
+    shaped like `like`, to time as `bound_pipeline` does."""
+    out = like.new_empty(like.shape)
+    return bound_pipeline(kernel, lambda: kernel(out=out, **inputs))
+
+
 def triton_kernels():
     """(matmul, softmax) as Triton functions of torch tensors, or None without Triton."""
     try:
@@ -199,8 +206,7 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
                                  lambda f: matmul.gpu_schedule(f, depth=32)),
                                 ("halo, vthread 4 x 4", matmul.gpu_schedule_vthread)):
             other, _ = _halo(matmul, lambda f: f["C"], schedule)
-            c3 = torch.empty(n, n, device=dev)
-            variants[label] = bound_pipeline(other, lambda o=other, c=c3: o(out=c, A=a, B=b))
+            variants[label] = _variant(other, out, A=a, B=b)
         if triton is not None:
             c2 = torch.empty(n, n, device=dev)
             variants["triton"] = lambda: triton[0](a, b, c2)
@@ -229,8 +235,7 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
             *_, other_funcs = matmul.algorithm_fp16()
             matmul.gpu_schedule_tensor_core(other_funcs, **sizes)
             other = other_funcs["C"].compile(target="cuda")
-            c3 = torch.empty(n, n, device=dev)
-            variants[label] = bound_pipeline(other, lambda o=other, c=c3: o(out=c, A=a, B=b))
+            variants[label] = _variant(other, out, A=a, B=b)
         if triton is not None:
             c2 = torch.empty(n, n, device=dev)
             variants["triton (fp16 in, fp32 out)"] = lambda: triton[0](a, b, c2)
@@ -251,8 +256,7 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
                           for rows, unroll in ((8, 8), (16, 32))})
         for label, schedule in schedules.items():
             other, _ = _halo(softmax, lambda f: f["softmax"], schedule)
-            y3 = torch.empty_like(x)
-            variants[label] = bound_pipeline(other, lambda o=other, y=y3: o(out=y, x=x))
+            variants[label] = _variant(other, out, x=x)
         if triton is not None:
             y2 = torch.empty_like(x)
             variants["triton"] = lambda: triton[1](x, y2)
@@ -273,10 +277,7 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         image = torch.randn(batch, 64, 56, 56, device=dev)
         weights = torch.randn(64, 64, 3, 3, device=dev) * 0.1
         bias = torch.randn(64, device=dev)
-        image_, weights_, bias_, relu, funcs = conv_relu.algorithm()
-        conv_relu.gpu_schedule(funcs)
-        start = time.perf_counter()
-        kernel = relu.compile(target="cuda")
+        kernel, start = _halo(conv_relu, lambda f: f["relu"])
         out = torch.empty(batch, 64, 56, 56, device=dev)
         call = lambda: kernel(out=out, image=image, weights=weights, bias=bias)  # noqa: E731
         compile_s = _first_call(torch, call, start)
@@ -291,12 +292,8 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
                 ("halo, 16 channels x 4 x 32 pixels a block, 4 x 4 registers a thread",
                  lambda f: conv_relu.gpu_schedule(f, channels=16, registers=(4, 4))),
                 ("halo, direct (no shared memory)", conv_relu.gpu_schedule_direct)):
-            *_, other_relu, other_funcs = conv_relu.algorithm()
-            schedule(other_funcs)
-            other = other_relu.compile(target="cuda")
-            o3 = torch.empty_like(out)
-            variants[label] = bound_pipeline(
-                other, lambda o=other, c=o3: o(out=c, image=image, weights=weights, bias=bias))
+            other, _ = _halo(conv_relu, lambda f: f["relu"], schedule)
+            variants[label] = _variant(other, out, image=image, weights=weights, bias=bias)
         moved, flops = (image.numel() + out.numel()) * 4, 2 * batch * 64 * 64 * 9 * 56 * 56
     elif name in ("unsharp", "harris"):
         app = unsharp if name == "unsharp" else harris
@@ -313,9 +310,8 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         for tile in ((8, 32), (16, 32), (8, 64)):  # (a producer's thread a point: <= 1024)
             other, _ = _halo(app, lambda f: f["output"],
                              lambda f, t=tile: app.gpu_schedule(f, *t))
-            o3 = torch.empty_like(out)
-            variants[f"halo, blocks of {tile[0]} x {tile[1]} threads"] = bound_pipeline(
-                other, lambda o=other, c=o3: o(out=c, image=image))
+            variants[f"halo, blocks of {tile[0]} x {tile[1]} threads"] = _variant(
+                other, out, image=image)
         moved, flops = (image.numel() + out.numel()) * 4, None
     else:
         raise SystemExit(f"unknown case {name}")

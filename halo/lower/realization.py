@@ -15,7 +15,7 @@ from halo.ir.nodes import ForKind
 from halo.lang.reduction_origins import callers
 from halo.lower.context import LowerContext
 from halo.schedule.conditions import condition_text
-from halo.schedule.gpu import nesting_problem
+from halo.schedule.gpu import GPU_BINDINGS, nesting_problem
 from halo.schedule.records import (
     INLINE,
     ROOT,
@@ -27,8 +27,6 @@ from halo.schedule.records import (
 )
 from halo.schedule.rfactor import warp_point_loops
 from halo.target import Target, TargetKind
-
-_GPU_KINDS = (ForKind.GPU_BLOCK, ForKind.GPU_THREAD, ForKind.VTHREAD)
 
 
 def decide_realizations(stmt: None, ctx: LowerContext) -> None:
@@ -142,7 +140,7 @@ def _check_loop_records(f, target: Target) -> None:
             if problem is not None:
                 raise ScheduleError(f"{where}: {problem}. The loops of {where} are, outermost "
                                     f"first: {', '.join(sched.dim_names())}")
-            bound = [f"{d.name} ({d.kind.value})" for d in sched.dims if d.kind in _GPU_KINDS]
+            bound = [f"{d.name} ({d.kind.value})" for d in sched.dims if d.kind in GPU_BINDINGS]
             if bound and target.kind is not TargetKind.CUDA:
                 raise ScheduleError(
                     f"{where} binds loops to the GPU ({', '.join(bound)}), which needs "

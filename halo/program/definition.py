@@ -25,6 +25,12 @@ class Definition:
     deps: frozenset
     pure: tuple[str, ...] | None = None
 
+    @property
+    def predicate(self) -> n.Expr | None:
+        """The RDom's `where` condition as IR, or None where there is none."""
+        rdom = self.rdom
+        return rdom.predicate.node if rdom is not None and rdom.predicate is not None else None
+
     def pure_var_names(self) -> list[str]:
         """The pure Vars of this definition (one loop each), outermost first, each once
         (rfactor's intermediate may write a pure Var at a second dimension too:

@@ -194,12 +194,10 @@ def _schedule_func(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Ran
                 (rng.random() < ATOMIC_RATE or not _pure_dims(st)):
             drawer.emit(Call(st.ref(), "atomic"))
         warp = level != THREAD and k > 0 and not st.record.atomic and \
-            rng.random() < WARP_RATE
-        if warp and _bind_warp(drawer, st, rng, level):
-            pass
-        elif level == KERNEL:
+            rng.random() < WARP_RATE and _bind_warp(drawer, st, rng, level)
+        if level == KERNEL and not warp:
             _bind_kernel(drawer, st, rng)
-        elif level == BLOCK:
+        elif level == BLOCK and not warp:
             _bind_block(drawer, st, rng)
         _inner_draws(drawer, st, rng, rng.randint(0, 2), level)
         if intm is not None:
@@ -327,7 +325,8 @@ def _bind_reduction(drawer: GpuDrawer, st: StageState, rng: random.Random,
 
 
 def _bind_warp(drawer: GpuDrawer, st: StageState, rng: random.Random, level: str) -> bool:
-    """A warp reduction: the outermost reduction loop split by a power of two up to 32,
+    """A warp reduction: the outermost reduction loop with only reduction loops the left
+    side doesn't use inside it (itself included) split by a power of two up to 32,
     its inner loop bound to threads (often moved outside the outer one, and at block
     level joined by the innermost pure loop as a second thread axis); a kernel binds
     pure loops to blocks first. False (and nothing bound) where the update isn't
@@ -336,7 +335,6 @@ def _bind_warp(drawer: GpuDrawer, st: StageState, rng: random.Random, level: str
     pure = [d.name for d in _pure_dims(st)]
     if points is None:
         return False
-    # (a reduction loop with only reduction loops the left side doesn't use inside it)
     reducing = [d.name for k, d in enumerate(st.dims)
                 if all(not x.pure and x.name not in points for x in st.dims[k:])]
     if not reducing or level == KERNEL and not pure:

@@ -184,8 +184,7 @@ class _Update:
 
     @property
     def predicate(self) -> n.Expr | None:
-        rdom = self.definition.rdom
-        return rdom.predicate.node if rdom is not None and rdom.predicate is not None else None
+        return self.definition.predicate
 
 
 @dataclass(frozen=True)

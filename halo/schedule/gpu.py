@@ -35,14 +35,15 @@ class TensorIntrinsic(Protocol):
 
 _BOUND = {ForKind.GPU_BLOCK: "GPU block", ForKind.GPU_THREAD: "GPU thread",
           ForKind.VTHREAD: "vthread"}
+GPU_BINDINGS = tuple(_BOUND)  # the loop kinds that bind a loop to the GPU
 
 
 def nesting_problem(dims: list[Dim], reductions_bindable: bool = False,
                     point_loops: frozenset[str] | None = None) -> str | None:
     """What is wrong with the GPU bindings of these loops (outermost first), or None.
     Reduction loops may be bound where `reductions_bindable` (an update made `atomic()`,
-    or one that allows races); an associative update (`point_loops` not None: the
-    reduction loops its left side uses, `rfactor.warp_point_loops`) may bind one other
+    or one that allows races); an associative update (`point_loops` not None: the loops
+    that pick the point it writes, `rfactor.warp_point_loops`) may bind one other
     reduction loop to threads as a warp reduction (see `warp_reduction_problem`)."""
     def at(kind):
         return [i for i, d in enumerate(dims) if d.kind is kind]
@@ -69,7 +70,7 @@ def nesting_problem(dims: list[Dim], reductions_bindable: bool = False,
         if threads and v > threads[0]:
             return (f"vthread loop {dims[v].name} is inside thread loop "
                     f"{dims[threads[0]].name}; vthreads go outside the thread loops")
-    bound = [d for d in dims if d.kind in _BOUND and not d.pure]
+    bound = [d for d in dims if d.kind in GPU_BINDINGS and not d.pure]
     if bound and not reductions_bindable:
         return warp_reduction_problem(dims, bound, point_loops)
     return None

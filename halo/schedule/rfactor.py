@@ -105,8 +105,7 @@ def recognize(func: str, self_call: n.Call, value: n.Expr) -> tuple[str, n.Expr]
 def reduction_form(func: str, d: Definition) -> tuple[str, n.Expr] | None:
     """(operator name, e) when update `d` of `func` is `func = func op e` in a form of
     `OPERATORS` that reads `func` nowhere else (value, left side, RDom predicate)."""
-    predicate = d.rdom.predicate.node if d.rdom and d.rdom.predicate is not None else None
-    if self_read_problem(func, d.args, d.value, predicate):
+    if self_read_problem(func, d.args, d.value, d.predicate):
         return None
     return recognize(func, n.Call(d.value.type, func, d.args, n.CallKind.FUNC), d.value)
 

@@ -12,6 +12,7 @@ from halo.ir.printer import expr_to_str
 from halo.ir.visitor import walk
 from halo.program import Definition
 from halo.schedule.as_written import as_written
+from halo.schedule.gpu import GPU_BINDINGS, warp_reduction_problem
 from halo.schedule.races import (
     WAYS_OUT,
     distinct_points_problem,
@@ -48,10 +49,9 @@ class UpdateStage(Schedulable):
             return None
         rvar_names = [r.name for r in d.rdom.rvars]
         rvars = set(rvar_names)
-        predicate = d.rdom.predicate.node if d.rdom.predicate is not None else None
 
         def problem(vars_: frozenset[str], moving: set[str]) -> str | None:
-            return self_read_problem(self.func.name, d.args, d.value, predicate) or \
+            return self_read_problem(self.func.name, d.args, d.value, d.predicate) or \
                 distinct_points_problem(self.func.name, d.args, rvars, vars_, moving)
 
         # every reordering so far, not only this call's: a warp reduction allows them
@@ -80,12 +80,12 @@ class UpdateStage(Schedulable):
                                 self._stage() if sched is None else sched)
 
     def _warp_reduction(self, dims: list[Dim], sched: StageSchedule) -> bool:
-        """Whether `dims` bind a reduction loop to GPU threads as a warp reduction, which
-        regroups the update's operations anyway (floats too, as rfactor does), so its
-        reduction loops may be reordered."""
-        points = self._warp_point_loops(sched)
-        return points is not None and any(
-            d.kind is ForKind.GPU_THREAD and not d.pure and d.name not in points for d in dims)
+        """Whether `dims` bind a reduction loop to GPU threads as a warp reduction
+        (`gpu.warp_reduction_problem`'s rule), which regroups the update's operations
+        anyway (floats too, as rfactor does), so its reduction loops may be reordered."""
+        bound = [d for d in dims if d.kind in GPU_BINDINGS and not d.pure]
+        return bool(bound) and \
+            warp_reduction_problem(dims, bound, self._warp_point_loops(sched)) is None
 
     def _order_free(self) -> bool:
         """Whether the update gives the same result in any order of its iterations: it is
@@ -115,8 +115,7 @@ class UpdateStage(Schedulable):
         lane by lane.
         """
         d = self._definition()
-        predicate = d.rdom.predicate.node if d.rdom and d.rdom.predicate is not None else None
-        why = self_read_problem(self.func.name, d.args, d.value, predicate)
+        why = self_read_problem(self.func.name, d.args, d.value, d.predicate)
         if why:
             raise self._error("atomic", (), f"{why}; an atomic update reads and writes one "
                                             "point. Legal: rfactor(...) if the update is an "
