@@ -72,7 +72,7 @@ def schedule(funcs) -> None:
 
 
 def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 32,
-                 depth: int = 8, registers: tuple[int, int] = (8, 4)) -> None:
+                 depth: int = 8, registers: tuple[int, int] = (8, 4), stages: int = 1) -> None:
     """For target 'cuda', as an implicit matrix multiply (the pattern of matmul's
     `gpu_schedule`): a block computes `channels` output channels x `rows` x `columns`
     pixels of one image (the grid: images, channel blocks, pixel tiles); each thread
@@ -83,7 +83,8 @@ def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 32,
     memory, then each thread runs its 9 x `depth` x registers multiply-adds, the weights
     read through L1 (every lane of a warp reads the same weight; staging them in shared
     memory too measured slower). The grid has a block per image too, so a batch fills
-    the GPU."""
+    the GPU. With `stages` > 1 the window is double-buffered: the next steps' windows are
+    copied (asynchronously, zeros outside the image) while this one is read."""
     n, co, y, x = halo.vars("n co y x")
     coo, coi, yo, yi, xo, xi, ct, cv, xt, xv = halo.vars("coo coi yo yi xo xi ct cv xt xv")
     cio, cii, c, ys, yt, xs, tile = halo.vars("cio cii c ys yt xs tile")
@@ -105,6 +106,8 @@ def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 32,
     padded.split(image_x, xs, xt, columns // rx).split(image_y, ys, yt, rows) \
         .reorder(image_c, ys, xs, yt, xt).split(image_c, c, cii, channels // rc) \
         .reorder(c, ys, xs, cii, yt, xt).gpu_threads(cii, yt, xt)
+    if stages > 1:
+        padded.double_buffer(stages)
 
 
 def gpu_schedule_direct(funcs) -> None:

@@ -57,7 +57,8 @@ def schedule(funcs) -> None:
     C_local.update(0).reorder(k.x, i, j).vectorize(j, lanes).unroll(j).unroll(i)
 
 
-def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16) -> None:
+def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16,
+                 stages: int = 1) -> None:
     """For target 'cuda': a `tile` x `tile` block of C per GPU block of 16 x 16 threads
     (tile / register_tile each way), each thread accumulating a `register_tile` square in
     registers across the whole k loop, with A's and B's panels staged in shared memory
@@ -95,6 +96,8 @@ def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16
         panel.compute_at(update, ko).split(row, rows, rt, threads)
         panel.split(column, columns, ct, threads).reorder(rows, columns, rt, ct)
         panel.gpu_threads(rt, ct).unroll(rows).unroll(columns)
+        if stages > 1:
+            panel.double_buffer(stages)
 
 
 def gpu_schedule_vthread(funcs) -> None:

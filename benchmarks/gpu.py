@@ -204,6 +204,12 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
                                  lambda f: matmul.gpu_schedule(f, tile=64, register_tile=4)),
                                 ("halo, k steps of 32",
                                  lambda f: matmul.gpu_schedule(f, depth=32)),
+                                ("halo, panels double-buffered",
+                                 lambda f: matmul.gpu_schedule(f, stages=2)),
+                                ("halo, k steps of 8, panels in 3 stages",
+                                 lambda f: matmul.gpu_schedule(f, depth=8, stages=3)),
+                                ("halo, k steps of 8, panels in 4 stages",
+                                 lambda f: matmul.gpu_schedule(f, depth=8, stages=4)),
                                 ("halo, vthread 4 x 4", matmul.gpu_schedule_vthread)):
             other, _ = _halo(matmul, lambda f: f["C"], schedule)
             variants[label] = _variant(other, out, A=a, B=b)

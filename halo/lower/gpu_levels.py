@@ -26,7 +26,7 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.visitor import IRMutator
 from halo.lower.context import LowerContext
-from halo.schedule.records import stage_label
+from halo.schedule.records import PlacementKind, stage_label
 
 
 class Level(Enum):
@@ -110,14 +110,47 @@ class _Levels(IRMutator):
         return Level.BLOCK if block else Level.THREAD
 
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
+        funcs = self.ctx.env.funcs
+        buffered = r.name in funcs and funcs[r.name].schedule.buffers > 1
+        if buffered:
+            self._check_double_buffer(r.name)
         scope = _SCOPES[self.level].get(r.scope)
         if scope is None:
             raise ScheduleError(
                 f"{r.name}.store_in({r.scope!r}): {r.name} is computed {_WHERE[self.level]}, "
                 f"where its buffer can't be in {r.scope!r} memory; {_FITS[r.scope]}, or leave "
                 f"out store_in to let halo choose")
+        if buffered and scope != "shared":
+            raise ScheduleError(f"{r.name}.double_buffer(...): {r.name} is stored in {scope!r} "
+                                "memory; double buffering is for buffers in the block's shared "
+                                "memory (leave out store_in, or store_in('shared'))")
         r = self.mutate_children(r)
         return n.Realize(r.name, r.type, r.bounds, r.body, scope)
+
+    def _check_double_buffer(self, name: str) -> None:
+        """A double-buffered Func is stored where it is computed, at a serial loop inside
+        the blocks (whose iterations its copies take turns at). (A loop
+        of one iteration is gone by now: nothing to take turns at, the Func is left as
+        it is.)"""
+        call = f"{name}.double_buffer(...)"
+        sched = self.ctx.env.funcs[name].schedule
+        level = self.ctx.compute_levels[name]
+        kind = None
+        if level.kind is PlacementKind.AT:
+            stage = self.ctx.env.funcs[level.func].schedule.stages[level.stage]
+            kind = next((d.kind for d in stage.dims if d.name == level.var), None)
+        if self.level is not Level.BLOCK or kind not in (n.ForKind.SERIAL, n.ForKind.UNROLLED):
+            where = _WHERE[self.level] if self.level is not Level.BLOCK else \
+                f"at {kind.value + ' loop ' + level.var if kind else 'its block loop'}"
+            raise ScheduleError(
+                f"{call}: {name} is computed {where}; double buffering needs it computed and "
+                "stored at a serial loop inside the GPU blocks, outside the thread loops (the "
+                "k loop of its consumer: compute_at(consumer, ko)), whose iterations take "
+                "turns at its copies")
+        if sched.store_level is not None and sched.store_level != sched.compute_level:
+            raise ScheduleError(f"{call}: {name} is stored at another loop than it is "
+                                "computed at; double buffering keeps its copies at the loop "
+                                "that computes it: leave out store_at")
 
     def visit_Provide(self, p: n.Provide) -> n.Stmt:
         if self.level is Level.HOST:

@@ -23,6 +23,7 @@ from halo.lower.block_registers import block_registers
 from halo.lower.bounds_inference import RegionCheck, bounds_inference
 from halo.lower.context import LowerContext
 from halo.lower.count_stores import count_stores, store_count_names
+from halo.lower.double_buffering import double_buffering
 from halo.lower.fuse_gpu_thread_loops import fuse_gpu_thread_loops
 from halo.lower.gpu_levels import gpu_levels
 from halo.lower.inject_virtual_threads import inject_virtual_threads
@@ -85,6 +86,11 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         *([("warp_reductions", warp_reductions)] if gpu else []),
         # Needs bounds-inference lets for the allocation sizes.
         ("storage_flattening", storage_flattening),
+        # GPU only: double-buffered Funcs' loops pipelined over their copies; needs flat,
+        # constant-size shared buffers and indices relative to each iteration's region;
+        # before partitioning and unrolling, which copy the loop it rewrites, and before
+        # vectorization, which widens its asynchronous copies.
+        *([("double_buffering", double_buffering)] if gpu else []),
         # GPU only: vthread loops as interleaved copies inside the threads; needs flat
         # buffers of constant size (each copy gets its part); before partitioning and
         # unrolling, which then see the copies.

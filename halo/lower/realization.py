@@ -56,6 +56,11 @@ def decide_realizations(stmt: None, ctx: LowerContext) -> None:
         ctx.compute_levels[name] = level
         ctx.store_levels[name] = sched.store_level or level
         _check_loop_records(f, ctx.target)
+        if sched.buffers > 1 and ctx.target.kind is not TargetKind.CUDA:
+            raise ScheduleError(
+                f"{name}.double_buffer(...): double buffering overlaps the copies into a GPU "
+                "block's shared memory with the block's arithmetic, so it needs "
+                "Target('cuda'); leave it out of schedules for the host")
     for name, f in ctx.env.funcs.items():
         if f.schedule.inline_reduction and f.schedule.compute_level is None and \
                 name not in ctx.outputs:

@@ -15,6 +15,8 @@ from halo.schedule.records import INLINE, ROOT, FuncSchedule, LoopLevel, MemoryS
 from halo.schedule.stage import loop_name
 
 _SCOPES = tuple(s.value for s in MemoryScope)
+# The most copies of a buffer `double_buffer` keeps (more stays in flight than helps).
+_MAX_BUFFERS = 8
 
 P = TypeVar("P", bound="FuncPlacement")  # a verb returns the Func it was called on
 
@@ -113,6 +115,31 @@ class FuncPlacement:
             raise ScheduleError(f"{self.name}.store_in({scope!r}): the scope must be one of "
                                 f"{', '.join(repr(s) for s in _SCOPES[1:])}")
         self.schedule.memory_scope = MemoryScope(scope)
+        return self
+
+    def double_buffer(self: P, stages: int = 2) -> P:
+        """GPU only: keep `stages` copies of the Func's shared-memory buffer and fill the
+        next iterations' copies while the current one is read. The Func is computed and
+        stored at a serial loop inside the GPU blocks (the k loop of a matrix multiply,
+        where it stages a panel of an operand); before the loop, the first `stages - 1`
+        iterations' regions are copied in; each iteration then starts the copy of the
+        region `stages - 1` iterations ahead into the copy of the buffer read
+        `stages - 1` iterations before, and reads its own. Copies of global memory are
+        asynchronous (`cp.async`, sm_80 on: a dense copy of 4, 8 or 16 bytes), so they run
+        while the block computes (TVM's `double_buffer`, Triton's `num_stages`):
+
+            for ko:                                 copy region 0 into A_shared[0]
+              copy region ko into A_shared    ──►   for ko:
+              (barrier)                               wait for copy ko; (barrier)
+              read A_shared                           if ko + 1 < end: start copy ko + 1
+                                                          into A_shared[(ko + 1) % 2]
+                                                      read A_shared[ko % 2]
+        """
+        if isinstance(stages, bool) or not isinstance(stages, Integral) or \
+                not 2 <= stages <= _MAX_BUFFERS:
+            raise ScheduleError(f"{self.name}.double_buffer({stages!r}): stages must be an "
+                                f"int from 2 to {_MAX_BUFFERS}")
+        self.schedule.buffers = int(stages)
         return self
 
     def bound(self: P, var: object, min: object,  # noqa: A002 - the API's names

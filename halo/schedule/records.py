@@ -174,5 +174,7 @@ class FuncSchedule:
     bounds: dict[str, tuple[Expr, Expr]] = field(default_factory=dict)
     estimates: list[tuple[int, int]] | None = None
     memory_scope: MemoryScope = MemoryScope.AUTO
+    # Copies of its buffer a GPU loop cycles through (`double_buffer(stages)`); 1: one.
+    buffers: int = 1
     cache: CacheOrigin | None = None       # set on Funcs made by cache_read/cache_write
     inline_reduction: InlineReduction | None = None  # set on Funcs made by halo.sum, ...

@@ -157,6 +157,9 @@ def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
     if sched.memory_scope is not MemoryScope.AUTO and \
             not (made and sched.memory_scope is made.scope):
         calls.append(Call(StageRef(name), "store_in", (sched.memory_scope.value,)))
+    if sched.buffers > 1:
+        calls.append(Call(StageRef(name), "double_buffer",
+                          (sched.buffers,) if sched.buffers != 2 else ()))
     for var, (lo, extent) in sched.bounds.items():
         calls.append(Call(StageRef(name), "bound", (var, _bound_arg(lo), _bound_arg(extent))))
     if sched.estimates is not None:
@@ -270,6 +273,7 @@ def _sched_dict(s: FuncSchedule) -> dict:
         "bounds": {v: list(b) for v, b in bounds.items()},
         "estimates": s.estimates,
         "memory_scope": s.memory_scope.value,
+        **({"buffers": s.buffers} if s.buffers > 1 else {}),
         "cache": None if c is None else {
             "kind": c.kind.value, "source": c.source, "scope": c.scope.value,
             "readers": None if c.readers is None else list(c.readers), "seq": c.seq},
@@ -323,6 +327,7 @@ def _sched_from_dict(d: dict, condition: Callable[[list], object]) -> FuncSchedu
         bounds={v: (n.const(lo), n.const(extent)) for v, (lo, extent) in d["bounds"].items()},
         estimates=[tuple(e) for e in d["estimates"]] if d["estimates"] else None,
         memory_scope=MemoryScope(d["memory_scope"]),
+        buffers=d.get("buffers", 1),
         cache=None if c is None else CacheOrigin(
             CacheKind(c["kind"]), c["source"], MemoryScope(c["scope"]),
             None if c["readers"] is None else tuple(c["readers"]), c["seq"]))

@@ -490,3 +490,56 @@ def warp_over_an_atomic_producer(shape=(5, 23), bins=6):
 
 
 PIPELINES["warp_over_an_atomic_producer"] = warp_over_an_atomic_producer
+
+
+def double_buffered(shape=(13, 97), chunk=16, stages=2, dtype=np.float32, lanes=1, reach=1):
+    """A block of rows walks its columns `chunk` at a time (a serial loop inside the
+    block); each step's input, with the next column's overlap, is staged in shared
+    memory `stages` steps ahead (`double_buffer`): asynchronous copies of 4, 8 or 16
+    bytes (`lanes` elements a copy), copies at once otherwise (2-byte halves,
+    misaligned rows). Each point reads its column and the one `reach` to the right."""
+    y, x, yo, yi, xo, xi, v = halo.vars("y x yo yi xo xi v")
+    t = {np.float32: halo.float32, np.float16: halo.float16, np.float64: halo.float64}[dtype]
+    inp = halo.ImageParam(t, 2, "inp")
+    out = halo.Func("out")
+    out[y, x] = inp[y, x] + inp[y, x + reach] * 2
+    out.split(y, yo, yi, 8).split(x, xo, xi, chunk, tail="guard")
+    out.reorder(yo, xo, yi, xi).gpu_blocks(yo).gpu_threads(yi, xi)
+    staged = inp.cache_read("shared", [out])
+    sy, sx = staged.args
+    staged.compute_at(out, xo).double_buffer(stages)
+    if lanes > 1:
+        staged.split(sx, sx, v, lanes, tail="guard").vectorize(v)
+    staged.gpu_threads(sy, sx)
+    h, w = shape
+    return out, {inp: _image((h, w + reach), dtype)}, shape
+
+
+def double_buffered_update(shape=(6, 41), chunk=8):
+    """A double-buffered Func with an update (its stores stay synchronous: an update
+    reads what the copies write)."""
+    y, x, yo, yi, xo, xi = halo.vars("y x yo yi xo xi")
+    inp = halo.ImageParam(halo.int32, 2, "inp")
+    g, out = halo.Func("g"), halo.Func("out")
+    g[y, x] = inp[y, x]
+    g[y, x] += 3
+    out[y, x] = g[y, x] * g[y, x + 2]
+    out.split(y, yo, yi, 4).split(x, xo, xi, chunk, tail="guard")
+    out.reorder(yo, xo, yi, xi).gpu_blocks(yo).gpu_threads(yi, xi)
+    g.compute_at(out, xo).double_buffer(3).gpu_threads(y, x)
+    g.update(0).gpu_threads(y, x)
+    h, w = shape
+    return out, {inp: _image((h, w + 2), np.int32, -50, 50)}, shape
+
+
+PIPELINES.update({
+    "double_buffered": double_buffered,
+    "double_buffered_one": lambda: double_buffered((1, 1)),
+    "double_buffered_three_stages": lambda: double_buffered((9, 70), 8, 3),
+    "double_buffered_halves": lambda: double_buffered((5, 45), 16, 2, np.float16),
+    "double_buffered_doubles": lambda: double_buffered((5, 33), 8, 4, np.float64),
+    "double_buffered_vectors": lambda: double_buffered((7, 64), 16, 2, np.float32, 4, 0),
+    "double_buffered_misaligned": lambda: double_buffered((7, 61), 16, 2, np.float32, 4),
+    "double_buffered_update": double_buffered_update,
+})
+

@@ -22,7 +22,9 @@ def test_blur(shape):
     matmul.gpu_schedule, matmul.gpu_schedule_vthread,
     lambda f: matmul.gpu_schedule(f, tile=64, register_tile=4),
     lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=8),
-], ids=["shared128", "vthread", "shared64", "shared32"])
+    lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=8, stages=2),
+    lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=4, stages=3),
+], ids=["shared128", "vthread", "shared64", "shared32", "double_buffered", "three_stages"])
 @pytest.mark.parametrize(("n", "k", "m"), [(1, 1, 1), (67, 13, 45), (128, 64, 192),
                                            (131, 37, 257), (300, 33, 129)])
 def test_matmul(n, k, m, schedule):
@@ -82,8 +84,11 @@ def test_harris(shape):
 @pytest.mark.parametrize("schedule", [
     conv_relu.gpu_schedule, conv_relu.gpu_schedule_direct,
     lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4),
-    lambda f: conv_relu.gpu_schedule(f, registers=(4, 8))],
-    ids=["shared", "direct", "shared_small_tiles", "registers_4_8"])
+    lambda f: conv_relu.gpu_schedule(f, registers=(4, 8)),
+    lambda f: conv_relu.gpu_schedule(f, stages=2),
+    lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4, stages=3)],
+    ids=["shared", "direct", "shared_small_tiles", "registers_4_8", "double_buffered",
+         "three_stages"])
 @pytest.mark.parametrize(("batch", "ci", "co", "h", "w"),
                          [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33), (1, 13, 37, 9, 40)])
 def test_conv_relu(batch, ci, co, h, w, schedule):

@@ -31,6 +31,7 @@ from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.types import Type, int32
 from halo.ir.visitor import child_nodes, rewrite
+from halo.lower.double_buffering import GPU_ASYNC_COMMIT, GPU_ASYNC_COPY, GPU_ASYNC_WAIT
 from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS, shared_buffers
 from halo.lower.warp_reductions import GPU_SHUFFLE_XOR
 
@@ -303,6 +304,8 @@ class _Emitter:
                 self.declared[-1][name] = None
                 self.stmt(body)
                 self.close()
+            case n.Store(value=n.Call(name=name)) if name == GPU_ASYNC_COPY:
+                self.async_store(s)
             case n.Store(index=index) if vectors.lanes_of(index) > 1:
                 self.vector_store(s)
             case n.Store(name=name, index=index, value=value):
@@ -325,6 +328,10 @@ class _Emitter:
                 self._stmt(body)
             case n.Evaluate(value=n.Call(name=name)) if name == SYNC_THREADS:
                 self.line("__syncthreads();")
+            case n.Evaluate(value=n.Call(name=name)) if name == GPU_ASYNC_COMMIT:
+                self.line("halo_async_commit();")
+            case n.Evaluate(value=n.Call(name=name, args=(waiting,))) if name == GPU_ASYNC_WAIT:
+                self.line(f"halo_async_wait<{waiting.value}>();")
             case n.Evaluate(value=value):
                 for x in self.vector_lanes(value) if vectors.lanes_of(value) > 1 else [value]:
                     self.line(f"(void){self.expr(x)};")
@@ -449,6 +456,36 @@ class _Emitter:
             self.line(f"halo_copy_lanes{template}({c}, &{buffer}[{_strip(self.expr(start))}]);")
             lanes += [n.Load(t, chunk, n.const(j)) for j in range(size)]
         return lanes
+
+    def async_store(self, s: n.Store) -> None:
+        """An asynchronous copy into shared memory (`double_buffering`): `cp.async` moves
+        4, 8 or 16 bytes, so a scalar of 4 or 8 bytes, or a dense vector cut into such
+        chunks; anything else is copied at once (a later barrier orders it the same)."""
+        load, *condition = s.value.args
+        t, lanes = load.type.element_of(), load.type.lanes
+        bases = (s.index, load.index) if lanes == 1 else \
+            (vectors.dense_base(s.index), vectors.dense_base(load.index))
+        pieces = vectors.chunks(lanes, t.bytes)
+        if s.predicate is not None or load.predicate is not None or None in bases or \
+                any(size * t.bytes not in (4, 8, 16) for _, size in pieces) or \
+                (condition and lanes > 1):
+            value = load if not condition else \
+                n.Select(condition[0], load, _zero(load.type))
+            self._stmt(n.Store(s.name, s.index, value, s.predicate))
+            return
+        if condition:  # a scalar: its bytes, or zeros
+            to, source = (rewrite(b, self._hoisted_let) for b in bases)
+            self.line(f"halo_copy_async_or_zero<1>(&{self.names(s.name)}[{_strip(self.expr(to))}], "
+                      f"&{self.names(load.name)}[{_strip(self.expr(source))}], "
+                      f"{_strip(self.expr(rewrite(condition[0], self._hoisted_let)))});")
+            return
+        to, source = (rewrite(b, self._hoisted_let) for b in bases)
+        for first, size in pieces:
+            at = [b if first == 0 else n.Add(b, n.const(first, b.type)) for b in (to, source)]
+            check = "true" if size > 1 else "false"  # (a scalar is aligned to its size)
+            self.line(f"halo_copy_async<{size}, {check}>("
+                      f"&{self.names(s.name)}[{_strip(self.expr(at[0]))}], "
+                      f"&{self.names(load.name)}[{_strip(self.expr(at[1]))}]);")
 
     def vector_store(self, s: n.Store) -> None:
         value, predicate = s.value, s.predicate
@@ -659,3 +696,9 @@ def _constant(t: Type, v: int | float) -> str:
     else:
         return f"(({c_type(t)}){v})"
     return f"({text})" if v < 0 else text
+
+
+def _zero(t: Type) -> n.Expr:
+    """Zero of type `t` (a broadcast for a vector type)."""
+    zero = n.const(0, t.element_of())
+    return zero if t.lanes == 1 else n.Broadcast(zero, t.lanes)

@@ -54,6 +54,53 @@ __device__ __forceinline__ void halo_copy_lanes(T* to, const T* from) {
         for (int i = 0; i < N; ++i) to[i] = from[i];
     }
 }
+// Double buffering: a copy of N lanes of T (N * sizeof(T) is 4, 8 or 16 bytes) from
+// global to shared memory, started now (cp.async, sm_80 on; before, made at once);
+// halo_async_commit closes the group of copies started since the last, and
+// halo_async_wait<K> waits until at most K groups are in flight. CHECK: the addresses
+// are tested when it runs, and a misaligned copy is made at once, lane by lane.
+template <int N, bool CHECK, typename T>
+__device__ __forceinline__ void halo_copy_async(T* to, const T* from) {
+#if __CUDA_ARCH__ >= 800
+    constexpr int BYTES = N * sizeof(T);
+    if (!CHECK || ((size_t)to | (size_t)from) % BYTES == 0) {
+        unsigned address = (unsigned)__cvta_generic_to_shared(to);
+        if (BYTES == 16) {
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
+                         :: "r"(address), "l"(from) : "memory");
+        } else {
+            asm volatile("cp.async.ca.shared.global [%0], [%1], %2;"
+                         :: "r"(address), "l"(from), "n"(BYTES) : "memory");
+        }
+    } else
+#endif
+    {
+#pragma unroll
+        for (int i = 0; i < N; ++i) to[i] = from[i];
+    }
+}
+// The same for a scalar, or zeros where `copy` is false (the source isn't read then).
+template <int N, typename T>
+__device__ __forceinline__ void halo_copy_async_or_zero(T* to, const T* from, bool copy) {
+#if __CUDA_ARCH__ >= 800
+    unsigned address = (unsigned)__cvta_generic_to_shared(to);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" :: "r"(address), "l"(from),
+                 "n"(N * (int)sizeof(T)), "r"(copy ? N * (int)sizeof(T) : 0) : "memory");
+#else
+#pragma unroll
+    for (int i = 0; i < N; ++i) to[i] = copy ? from[i] : T(0);
+#endif
+}
+__device__ __forceinline__ void halo_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+template <int K> __device__ __forceinline__ void halo_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;" :: "n"(K) : "memory");
+#endif
+}
 """
 
 
