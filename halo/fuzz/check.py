@@ -30,7 +30,7 @@ from halo.schedule.calls import Call, StageRef
 from halo.target import Target
 
 PLACEMENT_CALLS = ("compute_at", "compute_root", "compute_inline", "store_at", "store_root",
-                   "store_in")
+                   "store_in", "double_buffer")
 
 # Outcome kinds. For legal schedules: ok, mismatch, internal (InternalError or another
 # exception from inside halo), rejected (a HaloError), unfit (a GPU schedule refused for
@@ -44,11 +44,13 @@ BUGS = (MISMATCH, INTERNAL, REJECTED, ACCEPTED, CRASH, HANG)
 # a region (of a buffer in shared memory or registers, or of a thread loop) that no
 # constant bounds, a block of more than 1024 threads, more shared memory than a block
 # holds, a Func at block level in registers whose threads don't each keep to a part of
-# their own, a block whose x extent a warp reduction's lanes don't divide. A legal GPU
+# their own, a block whose x extent a warp reduction's lanes don't divide, a
+# double-buffered Func that reads what its loop writes. A legal GPU
 # case refused with one of them is unfit, not a bug.
 GPU_LIMITS = ("needs a constant size", "which halo can't bound by a constant",
               "a block has at most", "bytes of shared memory",
-              "registers hold it only if each thread", "a warp reduction over")
+              "registers hold it only if each thread", "a warp reduction over",
+              "can't be computed an iteration ahead")
 
 
 @dataclass(frozen=True)

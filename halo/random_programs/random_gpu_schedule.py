@@ -16,7 +16,8 @@ and the placement decides the level its stages run at and so what they may bind:
   loops): shared memory (`store_in("shared")` or by default), its work shared by the
   block's threads through `gpu_threads` on its own loops (directly, or on the inner loops
   of a tile), or done by the block's first thread; atomic updates may bind reduction loops
-  to the threads;
+  to the threads; at a serial loop, half of them `double_buffer`ed (2 or 3 stages, by the
+  seed);
 * at kernel or block level, an associative update (an rfactor's merge too) may be a warp
   reduction: a reduction loop split by a power of two up to 32 and its inner loop bound
   to threads (a block whose x extent that doesn't divide is refused: unfit);
@@ -63,6 +64,8 @@ SERIAL_FACTORS = (2, 3, 4, 8)
 CACHE_READ_RATE = 0.15
 CACHE_WRITE_RATE = 0.1
 STORE_IN_RATE = 0.25
+# Of the Funcs in shared memory at a serial loop inside the blocks, those double-buffered.
+DOUBLE_BUFFER_RATE = 0.5
 # Warp reductions: how often an associative update binds a reduction loop to threads,
 # and the lanes it reduces over.
 WARP_RATE = 0.5
@@ -79,6 +82,7 @@ class GpuDrawer(Drawer):
     """A `Drawer` that also knows the level each Func runs at."""
     levels: dict = field(default_factory=dict)   # name -> KERNEL | BLOCK | THREAD
     unbound: str | None = None
+    stages: int = 2  # the copies of every double-buffered Func's buffer
 
 
 def random_gpu_schedule(pipeline: RandomPipeline, built: BuiltPipeline, seed: int) -> list[Call]:
@@ -93,7 +97,7 @@ def gpu_schedule_drawer(pipeline: RandomPipeline, built: BuiltPipeline, seed: in
     With `unbound`, that Func's first stage binds nothing (what `illegal_gpu_schedule`
     builds on)."""
     rng = random.Random(seed)
-    drawer = GpuDrawer(rng, pipeline, built, unbound=unbound)
+    drawer = GpuDrawer(rng, pipeline, built, unbound=unbound, stages=2 + seed % 2)
     placer = Placer(drawer)
     for spec in reversed(pipeline.stages):
         if spec.name == pipeline.output.name:
@@ -143,11 +147,23 @@ def _place(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Random) -> 
     if placed is None:
         return
     level = drawer.levels[name] = KERNEL if placed == "root" else placed[2]
+    scope = SCOPE_OF_LEVEL[level]
     if rng.random() < STORE_IN_RATE:
         # at block level, sometimes registers: legal where each thread touches a part of
         # its own (block_registers), which the draw can't foresee: a refusal is unfit
-        scope = "local" if level == BLOCK and rng.random() < 0.5 else SCOPE_OF_LEVEL[level]
+        scope = "local" if level == BLOCK and rng.random() < 0.5 else scope
         drawer.emit(Call(ref, "store_in", (scope,)))
+    if scope == "shared" and _at_serial_loop(drawer, *placed[:2]) and \
+            rng.random() < DOUBLE_BUFFER_RATE:
+        # (one count per pipeline: Funcs at one loop must agree; one that reads what its
+        # loop writes can't be computed ahead, which the draw can't foresee: unfit)
+        drawer.emit(Call(ref, "double_buffer", (drawer.stages,)))
+
+
+def _at_serial_loop(drawer: GpuDrawer, ref: StageRef, var: str) -> bool:
+    """Whether loop `var` of stage `ref` is a serial (or unrolled) loop."""
+    dims = drawer.built.funcs[ref.func].schedule.stages[ref.stage].dims
+    return any(d.name == var and d.kind in (ForKind.SERIAL, ForKind.UNROLLED) for d in dims)
 
 
 def _outside_a_block_loop(drawer: GpuDrawer, ref: StageRef, var: str) -> bool:

@@ -73,13 +73,13 @@ def covering_cases() -> tuple[Case, ...]:
 
 def test_gpu_schedules_draw_every_gpu_verb():
     """The candidates bind blocks, threads and vthreads, tile, make updates atomic and
-    rfactor them, cache into shared memory and registers, unroll and vectorize inside
-    threads; and the slice is a real subset of them."""
+    rfactor them, cache into shared memory and registers, double-buffer, unroll and
+    vectorize inside threads; and the slice is a real subset of them."""
     features = set().union(*map(_features, itertools.islice(_stream(), CANDIDATES)))
     calls = {f[1] for f in features if f[0] == "call"}
     assert {"gpu_tile", "gpu_blocks", "gpu_threads", "vthread", "atomic", "rfactor",
             "cache_read", "cache_write", "compute_at", "unroll", "vectorize",
-            "store_in"} <= calls
+            "store_in", "double_buffer"} <= calls
     assert {("scope", s) for s in ("shared", "local", "global")} <= features
     assert len(covering_cases()) < CANDIDATES // 2
 
