@@ -110,7 +110,8 @@ class _WarpReductions(IRMutator):
                 "the reduction loop (or on it); bind a reduction loop that the left side of "
                 "the update doesn't use")
         self_call = n.Call(update.value.type, func, update.args, n.CallKind.FUNC)
-        form = recognize(func, self_call, update.value)
+        form = recognize(func, self_call, update.value) or \
+            recognize(func, self_call, _own_term_first(update.value, self_call))
         if form is None:  # (the schedule checked the definition; lowering keeps its form)
             raise InternalError(f"{where}: a warp reduction's update lost its associative "
                                 f"form in lowering: {expr_to_str(update.value)}")
@@ -136,6 +137,29 @@ class _WarpReductions(IRMutator):
                             n.block(store(const(identity(t), t)), body, *steps, first),
                             "local")
         return n.For(loop.name, loop.min, loop.extent, loop.kind, reduced)
+
+
+def _own_term_first(value: n.Expr, own: n.Expr) -> n.Expr:
+    """A sum that the simplifier regrouped after inlining (`(f + a) + b`) as `f + (a + b)`,
+    when `own` (the update's read of its own point) is one of its terms and in no other;
+    else `value`. (A warp reduction regroups the sum anyway.)"""
+    terms: list[n.Expr] = []
+
+    def flatten(e: n.Expr) -> None:
+        if isinstance(e, n.Add):
+            flatten(e.a)
+            flatten(e.b)
+        else:
+            terms.append(e)
+    flatten(value)
+    mine = [t for t in terms if t == own]
+    rest = [t for t in terms if t != own]
+    if len(mine) != 1 or not rest or any(x == own for t in rest for x in walk(t)):
+        return value
+    total = rest[0]
+    for t in rest[1:]:
+        total = n.Add(total, t)
+    return n.Add(own, total)
 
 
 def _path_to(s: n.Stmt, target: n.Stmt) -> list[n.Stmt]:

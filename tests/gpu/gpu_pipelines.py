@@ -543,3 +543,25 @@ PIPELINES.update({
     "double_buffered_update": double_buffered_update,
 })
 
+
+def warp_over_a_regrouped_sum(shape=(9, 13)):
+    """A warp reduction of an inline sum over a stencil through a constant exterior:
+    inlined and simplified, its update reads `red[y, x] + a * 2 + b * 4`, which is still
+    a sum of the Func's own value and a term (found by the GPU fuzzer, seed 20261205)."""
+    y, x, xo, xi, ro, ri = halo.vars("y x xo xi ro ri")
+    in0 = halo.ImageParam(halo.int16, 2, "in0")
+    b9 = halo.boundary.constant_exterior(in0, -1)
+    s10, out = halo.Func("s10"), halo.Func("out")
+    s10[y, x] = halo.cast(halo.int32, b9[y - 1, x]) * 2 + halo.cast(halo.int32, b9[y + 1, x]) * 4
+    r = halo.RDom((0, 2), (0, 2), name="r")
+    total = halo.sum(s10[y * 2 + r.x, x * 2 + r.y], name="total")
+    out[y, x] = total // 4
+    out.gpu_tile(x, xo, xi, 16, tail="guard")
+    total.func.compute_root().gpu_tile(x, xo, xi, 7)
+    total.func.update(0).gpu_blocks(x).split(r.x, ro, ri, 4, tail="guard").gpu_threads(ri) \
+        .reorder(ri, ro).unroll(r.y)
+    h, w = shape
+    return out, {in0: _image((2 * h, 2 * w), np.int16, -100, 100)}, shape
+
+
+PIPELINES["warp_over_a_regrouped_sum"] = warp_over_a_regrouped_sum
