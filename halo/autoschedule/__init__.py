@@ -47,6 +47,7 @@ DEFAULT_BUDGET_S = 30.0
 SEARCH_SHARE = 0.7  # of the budget; the rest validates (compiles and runs) candidates
 TUNE_SEARCH_SHARE = 0.2  # of a tuning budget, for the beam search that starts it
 VALIDATED = 3  # candidates lowered and run, best first, until one passes
+CANDIDATES = 10  # different schedules the result lists
 
 
 @dataclass
@@ -141,8 +142,23 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
     schedules = {name: g.schedule for name, g in Environment.of(outputs).funcs.items()}
     return AutoscheduleResult(schedules_source(schedules), schedules_to_json(schedules),
                               chosen.predicted_s, time.monotonic() - start,
-                              [Candidate(_calls(p.state), p.seconds) for p in ranked],
-                              search.evaluations, chosen.calls, outputs, unscheduled)
+                              _distinct(ranked), search.evaluations, chosen.calls, outputs,
+                              unscheduled)
+
+
+def _distinct(ranked: list) -> list[Candidate]:
+    """The first `CANDIDATES` different schedules among the ranked states (states that
+    differ only in what emits the same calls are one schedule), cheapest first."""
+    seen, out = set(), []
+    for p in ranked:
+        calls = _calls(p.state)
+        text = calls_source(calls)
+        if text not in seen:
+            seen.add(text)
+            out.append(Candidate(calls, p.seconds))
+            if len(out) == CANDIDATES:
+                break
+    return out
 
 
 def _tuned_result(tuned: Tuned, outputs: list[Func], unscheduled: Snapshot, search: Search,

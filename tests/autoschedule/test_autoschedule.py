@@ -32,6 +32,8 @@ def test_blur_from_input_arrays():
     result = halo.autoschedule(out, inputs={inp: image}, budget_s=10)
     assert result.predicted_s > 0 and result.candidates
     assert result.candidates[0].predicted_s <= result.candidates[-1].predicted_s
+    sources = [c.source for c in result.candidates]
+    assert len(set(sources)) == len(sources) <= 10  # different schedules, the top few
     _check(out, {inp: image}, [(67, 131), (1, 1), (13, 7)])
     lowered = str(out.lower())
     result.apply()  # again: the same schedule, not a second copy of it
