@@ -30,7 +30,7 @@ from halo.schedule.calls import Call, StageRef
 from halo.target import Target
 
 PLACEMENT_CALLS = ("compute_at", "compute_root", "compute_inline", "store_at", "store_root",
-                   "store_in", "double_buffer")
+                   "store_in", "double_buffer", "reorder_storage")
 
 # Outcome kinds. For legal schedules: ok, mismatch, internal (InternalError or another
 # exception from inside halo), rejected (a HaloError), unfit (a GPU schedule refused for

@@ -73,8 +73,8 @@ class Specialized(Schedulable):
 
 
 _FUNC_LEVEL = ("compute_root", "compute_at", "compute_inline", "store_root", "store_at",
-               "store_in", "double_buffer", "bound", "set_estimates", "cache_read", "cache_write",
-               "update")
+               "store_in", "double_buffer", "reorder_storage", "bound", "set_estimates",
+               "cache_read", "cache_write", "update")
 
 
 class Specializable:

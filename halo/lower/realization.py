@@ -56,6 +56,14 @@ def decide_realizations(stmt: None, ctx: LowerContext) -> None:
         ctx.compute_levels[name] = level
         ctx.store_levels[name] = sched.store_level or level
         _check_loop_records(f, ctx.target)
+        if sched.storage_order is not None and (name in ctx.outputs or
+                                                level.kind is PlacementKind.INLINE):
+            why = "an output of the pipeline, stored in the array passed to it" \
+                if name in ctx.outputs else "computed inline, so it has no storage"
+            raise ScheduleError(f"{name}.reorder_storage({', '.join(sched.storage_order)}): "
+                                f"{name} is {why}; reorder_storage applies to the Funcs "
+                                "that have a buffer of their own (compute_root or "
+                                "compute_at)")
         if sched.buffers > 1 and ctx.target.kind is not TargetKind.CUDA:
             raise ScheduleError(
                 f"{name}.double_buffer(...): double buffering overlaps the copies into a GPU "

@@ -5,10 +5,12 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
   * inputs: min 0, strides `inp.stride.{i}` (arguments), 1 in the last dimension;
   * outputs: mins `out.min.{i}`, strides `out.stride.{i}` (arguments), 1 in the last
     dimension;
-  * Funcs with storage of their own: dense row-major (the last dimension is contiguous),
-    mins `f.min.{i}` from bounds inference, and each stride written out in the index as
-    the product of the later extents, where the backend computes it in 64 bits as it does
-    every index (a let would hold it in an int32, which a buffer of more than 2**31
+  * Funcs with storage of their own: dense row-major (the last dimension is contiguous;
+    `reorder_storage` picks another order of the dimensions, outermost first, and the
+    one it names last is contiguous), mins `f.min.{i}` from bounds inference, and each
+    stride written out in the index as the product of the later stored extents, where
+    the backend computes it in 64 bits as it does every index (a let would hold it in an
+    int32, which a buffer of more than 2**31
     elements overflows). They go on the stack when `store_in` says "stack"/"local" or, by
     default, when the size is a small constant; "global" and "shared" (on the CPU) mean
     the heap. A stack buffer is sized by a constant upper bound of each extent where one
@@ -58,9 +60,10 @@ def _index(name: str, args: tuple[n.Expr, ...], mins: tuple[n.Expr, ...] | None,
     index: n.Expr | None = None
     for i, a in enumerate(args):
         offset = n.Sub(a, mins[i]) if mins is not None else a
-        # Every buffer is contiguous in its last dimension (the Kernel makes sure), so
-        # neighbouring x are neighbouring elements and vector accesses are dense.
-        last = i == len(args) - 1
+        # Inputs and outputs are contiguous in their last dimension (the Kernel makes
+        # sure), so neighbouring x are neighbouring elements and vector accesses are
+        # dense; a Func's own buffer has its strides (1 in the dimension stored last).
+        last = i == len(args) - 1 if strides is None else strides[i] == const(1)
         stride = strides[i] if strides is not None else n.Var(f"{name}.stride.{i}")
         term = offset if last else n.Mul(offset, stride)
         index = term if index is None else n.Add(index, term)
@@ -127,6 +130,12 @@ class _Flatten(IRMutator):
         for o in t.operands:
             known = self.strides.get(o.name)
             last = len(o.args) - 1
+            if known is not None and known[last] != const(1):
+                raise ScheduleError(
+                    f"{o.name}.reorder_storage(...): {o.name} is an operand of intrinsic "
+                    f"{t.intrinsic.name}, which reads its last dimension contiguously, but "
+                    f"{o.name} is stored with another dimension last; leave out "
+                    "reorder_storage, or tensorize a copy stored as defined")
             strides.append(tuple(const(1) if i == last else known[i] if known is not None
                                  else n.Var(f"{o.name}.stride.{i}") for i in range(last + 1)))
         return n.TensorCall(t.name, t.intrinsic, t.part, t.operand_names, operands,
@@ -143,14 +152,20 @@ class _Flatten(IRMutator):
             # would put megabytes on the stack: on the host, size it when it runs instead.
             if not host or _bytes(bounded, r.type) <= _LARGE_STACK_BYTES:
                 extents = bounded
+        # The dimensions as stored, outermost first (`reorder_storage`; else as defined).
+        order = self._storage_order(r)
+        extents = [extents[d] for d in order]
         if shared:
             extents = _padded_rows(extents, r.type.bytes)
-        # strides[i] is the product of the extents after i; strides[-1] is the size.
-        strides: list[n.Expr] = [const(1)]
-        for i in reversed(range(len(r.bounds))):
-            self._check_constant_factors(r, extents[i:])
-            strides.insert(0, simplify(n.Mul(extents[i], strides[0])))
-        size = strides.pop(0)
+        # stored[k] is the product of the stored extents after k; stored[-1] is the size.
+        stored: list[n.Expr] = [const(1)]
+        for k in reversed(range(len(order))):
+            self._check_constant_factors(r, extents[k:])
+            stored.insert(0, simplify(n.Mul(extents[k], stored[0])))
+        size = stored.pop(0)
+        strides = [const(1)] * len(order)
+        for k, d in enumerate(order):
+            strides[d] = stored[k]
         self.mins[r.name] = tuple(lo for lo, _ in r.bounds)
         self.strides[r.name] = tuple(strides)
         body = self.mutate(r.body)
@@ -163,6 +178,14 @@ class _Flatten(IRMutator):
             small = isinstance(size, n.Const) and size.value * r.type.bytes <= _STACK_BYTES
             scope = "stack" if r.scope == "auto" and small else "heap"
         return n.Allocate(r.name, r.type, size, body, scope)
+
+    def _storage_order(self, r: n.Realize) -> list[int]:
+        f = self.ctx.env.funcs.get(r.name)
+        order = f.schedule.storage_order if f is not None else None
+        if order is None:
+            return list(range(len(r.bounds)))
+        args = [a.name for a in f.args]
+        return [args.index(d) for d in order]
 
     def _check_constant_factors(self, r: n.Realize, extents: list[n.Expr]) -> None:
         """The constant extents among `extents` multiply to an int32 (the simplifier folds

@@ -52,6 +52,7 @@ from halo.random_programs.random_schedule import (
     _rdom_extents,
     draw_placement,
     draw_rfactor,
+    draw_storage_order,
     predicted_cache_name,
 )
 from halo.schedule.calls import Call, StageRef
@@ -158,6 +159,7 @@ def _place(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Random) -> 
         # (one count per pipeline: Funcs at one loop must agree; one that reads what its
         # loop writes can't be computed ahead, which the draw can't foresee: unfit)
         drawer.emit(Call(ref, "double_buffer", (drawer.stages,)))
+    draw_storage_order(drawer, ref, rng)
 
 
 def _at_serial_loop(drawer: GpuDrawer, ref: StageRef, var: str) -> bool:

@@ -4,10 +4,11 @@ reject with a `HaloError`.
 A schedule is a list of `halo.schedule.calls.Call`s (one schedule method call each),
 applied in order to the Funcs of a built pipeline. `random_schedule(pipeline, built,
 seed)` draws a legal one: Funcs are visited consumers first; each gets a placement
-(inline, root, or compute_at / store_at a loop that encloses every use) and then, per
-stage, a few loop transformations drawn from `LOOP_PRIMITIVES`: a table with one entry
-per schedule primitive, each a function that draws a legal use of it for the stage's
-current loops, or None where it doesn't apply. A new primitive is one more function and
+(inline, root, or compute_at / store_at a loop that encloses every use; sometimes its
+dimensions stored in another order, `reorder_storage`) and then, per stage, a few loop
+transformations drawn from `LOOP_PRIMITIVES`: a table with one entry per schedule
+primitive, each a function that draws a legal use of it for the stage's current loops,
+or None where it doesn't apply. A new primitive is one more function and
 one more table entry.
 `illegal_schedule` draws a legal prefix and then one call from `ILLEGAL_CALLS`.
 """
@@ -381,6 +382,17 @@ def _place(drawer: Drawer, placer: Placer, name: str, rng: random.Random) -> Non
     if rng.random() < 0.1:
         # (a stack buffer whose region has no constant bound takes its size at run time)
         drawer.emit(Call(ref, "store_in", (rng.choice(("global", "stack")),)))
+    draw_storage_order(drawer, ref, rng)
+
+
+def draw_storage_order(drawer: Drawer, ref: StageRef, rng: random.Random) -> None:
+    """Sometimes, a Func of two or more dimensions stored in another order."""
+    dims = [a.name for a in drawer.built.funcs[ref.func].args]
+    if len(dims) >= 2 and rng.random() < REORDER_STORAGE_RATE:
+        order = dims[:]
+        while order == dims:
+            rng.shuffle(order)
+        drawer.emit(Call(ref, "reorder_storage", tuple(order)))
 
 
 def _store(drawer: Drawer, ref: StageRef, chain, rng: random.Random) -> None:
@@ -479,6 +491,7 @@ def random_schedule(pipeline: RandomPipeline, built: BuiltPipeline, seed: int,
 # -------------------------------------------- specializations, new Funcs, permissions
 
 SPECIALIZE_RATE = 0.12
+REORDER_STORAGE_RATE = 0.15
 CACHE_WRITE_RATE = 0.1
 CACHE_READ_RATE = 0.1
 RFACTOR_RATE = 0.3

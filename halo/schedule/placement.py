@@ -117,6 +117,27 @@ class FuncPlacement:
         self.schedule.memory_scope = MemoryScope(scope)
         return self
 
+    def reorder_storage(self: P, *dims: object) -> P:
+        """Store the Func's dimensions in this order, outermost first (the last one
+        contiguous), without changing how it is called. `panel[i, k]` read down its
+        columns (a matrix multiply's A panel in GPU shared memory) is better stored by
+        column, `panel.reorder_storage(k, i)`:
+
+            allocate panel[rows * depth]:           allocate panel[depth * rows]:
+              panel[(i - i0) * depth + (k - k0)]  ──►   panel[(k - k0) * rows + (i - i0)]
+
+        Not for outputs (their storage is the caller's array) or inlined Funcs (no
+        storage); tensor intrinsics read their operands' last dimension contiguously."""
+        names = [loop_name(d) for d in dims]
+        args = [a.name for a in getattr(self, "args", ())]
+        call = f"{self.name}.reorder_storage({', '.join(names)})"
+        if sorted(names) != sorted(args) or len(set(names)) != len(names):
+            raise ScheduleError(f"{call}: name each dimension of {self.name} once, "
+                                f"outermost first; its dimensions are "
+                                f"{', '.join(args) or '(none yet)'}")
+        self.schedule.storage_order = None if names == args else tuple(names)
+        return self
+
     def double_buffer(self: P, stages: int = 2) -> P:
         """GPU only: keep `stages` copies of the Func's shared-memory buffer and fill the
         next iterations' copies while the current one is read. The Func is computed and

@@ -176,5 +176,8 @@ class FuncSchedule:
     memory_scope: MemoryScope = MemoryScope.AUTO
     # Copies of its buffer a GPU loop cycles through (`double_buffer(stages)`); 1: one.
     buffers: int = 1
+    # Its dimensions in the order they are stored, outermost first (`reorder_storage`);
+    # None: as defined (the last one contiguous).
+    storage_order: tuple[str, ...] | None = None
     cache: CacheOrigin | None = None       # set on Funcs made by cache_read/cache_write
     inline_reduction: InlineReduction | None = None  # set on Funcs made by halo.sum, ...

@@ -157,6 +157,8 @@ def _placement_calls(name: str, sched: FuncSchedule) -> list[Call]:
     if sched.memory_scope is not MemoryScope.AUTO and \
             not (made and sched.memory_scope is made.scope):
         calls.append(Call(StageRef(name), "store_in", (sched.memory_scope.value,)))
+    if sched.storage_order is not None:
+        calls.append(Call(StageRef(name), "reorder_storage", sched.storage_order))
     if sched.buffers > 1:
         calls.append(Call(StageRef(name), "double_buffer",
                           (sched.buffers,) if sched.buffers != 2 else ()))
@@ -274,6 +276,7 @@ def _sched_dict(s: FuncSchedule) -> dict:
         "estimates": s.estimates,
         "memory_scope": s.memory_scope.value,
         **({"buffers": s.buffers} if s.buffers > 1 else {}),
+        **({"storage_order": list(s.storage_order)} if s.storage_order else {}),
         "cache": None if c is None else {
             "kind": c.kind.value, "source": c.source, "scope": c.scope.value,
             "readers": None if c.readers is None else list(c.readers), "seq": c.seq},
@@ -328,6 +331,7 @@ def _sched_from_dict(d: dict, condition: Callable[[list], object]) -> FuncSchedu
         estimates=[tuple(e) for e in d["estimates"]] if d["estimates"] else None,
         memory_scope=MemoryScope(d["memory_scope"]),
         buffers=d.get("buffers", 1),
+        storage_order=tuple(d["storage_order"]) if d.get("storage_order") else None,
         cache=None if c is None else CacheOrigin(
             CacheKind(c["kind"]), c["source"], MemoryScope(c["scope"]),
             None if c["readers"] is None else tuple(c["readers"]), c["seq"]))
