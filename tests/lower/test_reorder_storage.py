@@ -1,11 +1,16 @@
 """reorder_storage: a Func's dimensions stored in another order (outermost first, the last
 contiguous), the calls unchanged. Results against halo.reference on awkward sizes, the
 flat index it gives, what it refuses, and how it prints and round-trips."""
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
 import halo
+from apps import matmul
 from halo import intrinsics
+from halo.backends.cuda.cuda_c import PRELUDE
 from halo.lang.environment import Environment
 from halo.lang.schedule_files import apply_json, schedule_to_json
 
@@ -135,19 +140,15 @@ def test_reorder_storage_prints_and_round_trips():
 
 def transposed_panels(funcs, **sizes):
     """apps/matmul's GPU schedule with A's shared panel stored by column (k outermost),
-    so a thread's rows of a column are neighbours."""
-    from apps import matmul
+    so a thread's rows of a column are neighbours (as tests/gpu/test_app_schedules.py
+    runs it on a GPU)."""
     matmul.gpu_schedule(funcs, **sizes)
     panel = Environment.of([funcs["C"]]).funcs["A_shared"]
     panel.reorder_storage(*reversed(panel.args))
 
 
-@pytest.mark.skipif(__import__("shutil").which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_a_transposed_shared_panel_compiles_for_the_gpu(tmp_path):
-    import subprocess
-
-    from apps import matmul
-    from halo.backends.cuda.cuda_c import PRELUDE
     *_, C, funcs = matmul.algorithm()
     transposed_panels(funcs, tile=32, register_tile=4, depth=8, stages=2)
     source = C.compile(target=halo.Target("cuda", arch="sm_90")).function.kernels_source
