@@ -110,6 +110,8 @@ class _WarpReductions(IRMutator):
                 "the reduction loop (or on it); bind a reduction loop that the left side of "
                 "the update doesn't use")
         self_call = n.Call(update.value.type, func, update.args, n.CallKind.FUNC)
+        if update.value == self_call:  # (simplified to storing its own value: a no-op)
+            return rewrite(loop, lambda x: n.block() if x is update else None)
         form = recognize(func, self_call, update.value) or \
             recognize(func, self_call, _own_term_first(update.value, self_call))
         if form is None:  # (the schedule checked the definition; lowering keeps its form)

@@ -565,3 +565,23 @@ def warp_over_a_regrouped_sum(shape=(9, 13)):
 
 
 PIPELINES["warp_over_a_regrouped_sum"] = warp_over_a_regrouped_sum
+
+
+def warp_over_an_update_that_adds_nothing(shape=(5, 7)):
+    """A warp reduction whose term simplifies to 0 (`(g - g) // g`), so its update stores
+    the Func's own value: nothing to reduce (found by the GPU fuzzer, seed 20261301)."""
+    y, x, xo, xi, ro, ri = halo.vars("y x xo xi ro ri")
+    in0 = halo.ImageParam(halo.int32, 2, "in0")
+    g = halo.Func("g")
+    g[y, x] = in0[y, x]
+    out = halo.Func("out")
+    r = halo.RDom((0, 6), name="r")
+    out[y, x] = y - x
+    out[y, x] += (g[y, r.x] - g[y, r.x]) // g[y, r.x]
+    out.gpu_tile(x, xo, xi, 4, tail="guard")
+    out.update(0).gpu_blocks(x).split(r.x, ro, ri, 4, tail="guard").gpu_threads(ri)
+    h, _ = shape
+    return out, {in0: _image((h, 6), np.int32, 1, 100)}, shape
+
+
+PIPELINES["warp_over_an_update_that_adds_nothing"] = warp_over_an_update_that_adds_nothing
