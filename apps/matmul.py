@@ -58,7 +58,7 @@ def schedule(funcs) -> None:
 
 
 def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16,
-                 stages: int = 1) -> None:
+                 stages: int = 2, a_by_column: bool = True) -> None:
     """For target 'cuda': a `tile` x `tile` block of C per GPU block of 16 x 16 threads
     (tile / register_tile each way), each thread accumulating a `register_tile` square in
     registers across the whole k loop, with A's and B's panels staged in shared memory
@@ -73,6 +73,11 @@ def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16
       thread runs the step's `depth` x `register_tile`^2 multiply-adds unrolled (CUDA
       reads the panels four floats at a time).
 
+    With `stages` > 1 the panels are double-buffered (`double_buffer(stages)`: the next
+    step's panels are copied while this step's are read); with `a_by_column` A's panel is
+    stored k-major (`reorder_storage`), so a thread's `register_tile` values of A at one k
+    are adjacent (vector loads from shared memory). Both are on by default: on an H200 they
+    take 4096^3 from 34.7 to 38.0 TFLOP/s (docs/gpu.md).
     C's tiles shift inwards, so any C of at least a tile is whole tiles."""
     i, j = halo.vars("i j")
     io, jo, ii, ji, iv, jv, ty, tx, ko, ki = halo.vars("io jo ii ji iv jv ty tx ko ki")
@@ -91,7 +96,10 @@ def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16
     update.unroll(ki).unroll(iv).unroll(jv)
     threads = tile // r
     rows, columns, rt, ct = halo.vars("rows columns rt ct")
-    for panel in (A.cache_read("shared", [C_local]), B.cache_read("shared", [C_local])):
+    A_panel, B_panel = A.cache_read("shared", [C_local]), B.cache_read("shared", [C_local])
+    if a_by_column:
+        A_panel.reorder_storage(*reversed(A_panel.args))
+    for panel in (A_panel, B_panel):
         row, column = panel.args
         panel.compute_at(update, ko).split(row, rows, rt, threads)
         panel.split(column, columns, ct, threads).reorder(rows, columns, rt, ct)

@@ -5,7 +5,6 @@ import pytest
 
 import halo
 from apps import blur, conv_relu, harris, histogram, matmul, softmax, unsharp
-from halo.lang.environment import Environment
 
 RNG = np.random.default_rng(3)
 
@@ -19,20 +18,14 @@ def test_blur(shape):
                                halo.reference(out, shape, inputs={inp: image}), rtol=1e-5)
 
 
-def _transposed_panels(funcs, **sizes):
-    """matmul's GPU schedule with A's shared panel stored by column (`reorder_storage`)."""
-    matmul.gpu_schedule(funcs, **sizes)
-    panel = Environment.of([funcs["C"]]).funcs["A_shared"]
-    panel.reorder_storage(*reversed(panel.args))
-
-
 @pytest.mark.parametrize("schedule", [
     matmul.gpu_schedule, matmul.gpu_schedule_vthread,
     lambda f: matmul.gpu_schedule(f, tile=64, register_tile=4),
-    lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=8),
-    lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=8, stages=2),
+    lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=8, stages=1,
+                                  a_by_column=False),
+    lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=8, a_by_column=False),
     lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=4, stages=3),
-    lambda f: _transposed_panels(f, tile=32, register_tile=4, depth=8, stages=2),
+    lambda f: matmul.gpu_schedule(f, tile=32, register_tile=4, depth=8, stages=1),
 ], ids=["shared128", "vthread", "shared64", "shared32", "double_buffered", "three_stages",
         "transposed_panel"])
 @pytest.mark.parametrize(("n", "k", "m"), [(1, 1, 1), (67, 13, 45), (128, 64, 192),

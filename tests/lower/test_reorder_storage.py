@@ -138,19 +138,10 @@ def test_reorder_storage_prints_and_round_trips():
     assert Environment.of([fresh]).funcs["g"].schedule.storage_order == ("x", "y")
 
 
-def transposed_panels(funcs, **sizes):
-    """apps/matmul's GPU schedule with A's shared panel stored by column (k outermost),
-    so a thread's rows of a column are neighbours (as tests/gpu/test_app_schedules.py
-    runs it on a GPU)."""
-    matmul.gpu_schedule(funcs, **sizes)
-    panel = Environment.of([funcs["C"]]).funcs["A_shared"]
-    panel.reorder_storage(*reversed(panel.args))
-
-
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 def test_a_transposed_shared_panel_compiles_for_the_gpu(tmp_path):
     *_, C, funcs = matmul.algorithm()
-    transposed_panels(funcs, tile=32, register_tile=4, depth=8, stages=2)
+    matmul.gpu_schedule(funcs, tile=32, register_tile=4, depth=8, stages=2, a_by_column=True)
     source = C.compile(target=halo.Target("cuda", arch="sm_90")).function.kernels_source
     # the panel's rows (i) are contiguous: 32 rows, padded by 4 (16 bytes)
     assert "A_shared[" in source and "* 36)" in source
