@@ -79,7 +79,10 @@ def _strip_promises(node, loop_variables: frozenset[str]):
     clamped into the promised range. A guarded tail's loop runs past such a promise, and
     a Func computed inside it then covers a point in range, one that the region over the
     whole loop counted (so its producers computed it), while the guard skips the
-    consumer. `node` is IR or a RegionCheck."""
+    consumer. (Where the guard fails at the Func's compute loop for the whole body, as
+    when reordered loops put a whole iteration past the end, that point may not be
+    counted: schedule_functions computes the Func under the guard there.) `node` is IR
+    or a RegionCheck."""
     if isinstance(node, RegionCheck):
         return RegionCheck(node.name, node.dim, *(_strip_promises(e, loop_variables) for e in
                                                   (node.lo, node.hi, node.min, node.extent)),
@@ -150,11 +153,13 @@ def _insert(body: n.Stmt, lets: list[tuple[str, n.Expr]]) -> n.Stmt:
 
 
 def _computed_here(stmt: n.Stmt, name: str) -> n.ProducerConsumer | None:
-    """The ProducerConsumer of `name` if it is at this loop level (not inside a For)."""
+    """The ProducerConsumer of `name` if it is at this loop level (not inside a For; a
+    one-armed IfThenElse there is the tail guard schedule_functions put around it)."""
     match stmt:
         case n.ProducerConsumer() if stmt.name == name:
             return stmt
-        case n.ProducerConsumer(consume=body) | n.LetStmt(body=body) | n.Realize(body=body):
+        case n.ProducerConsumer(consume=body) | n.LetStmt(body=body) | n.Realize(body=body) \
+                | n.IfThenElse(then_case=body, else_case=None):
             return _computed_here(body, name)
         case n.Block(stmts=stmts):
             return next((pc for s in stmts if (pc := _computed_here(s, name))), None)

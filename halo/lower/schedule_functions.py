@@ -6,11 +6,13 @@ Stmt in which every output has its `ProducerConsumer` at root (in realization or
 an output that another Func reads is produced first), every other non-inlined Func `f`
 has `ProducerConsumer(f, produce, consume)` at the top of the body of its compute loop (or
 at root) and `Realize(f)` around its store loop's body, and calls of inlined Funcs are
-substituted. Loop variables are named `f.s{stage}.{var}` for a stage's own dimensions and
-`{split var}.{new name}` for loops made by splits (Halide's convention), so every name is
-unique. Loop bounds of pure dimensions refer to `f.s{k}.{v}.min` / `.max`, which
-`bounds_inference` defines. The Provide of a stage scheduled `atomic()` is wrapped in
-`Atomic`.
+substituted. A Func stored and computed at a loop whose consumer's guarded tails are
+decided there (the guarded variable depends on no loop inside) is placed under those
+guards, `if guard: Realize(f, ProducerConsumer(f, ...))`. Loop variables are named
+`f.s{stage}.{var}` for a stage's own dimensions and `{split var}.{new name}` for loops
+made by splits (Halide's convention), so every name is unique. Loop bounds of pure
+dimensions refer to `f.s{k}.{v}.min` / `.max`, which `bounds_inference` defines. The
+Provide of a stage scheduled `atomic()` is wrapped in `Atomic`.
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import block, const
 from halo.ir.substitute import substitute, var_names
-from halo.ir.visitor import IRMutator, walk
+from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
 from halo.lang.func import Definition
 from halo.lower.context import LowerContext
 from halo.lower.inline import inline_calls
@@ -313,13 +315,17 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
 
     f = ctx.env.funcs[name]
     produce = _produce(name, ctx)
+    consumer = ctx.compute_levels[name].func
 
     def place(body: n.Stmt, at_compute: bool, at_store: bool) -> n.Stmt:
+        # (a Func stored further out may slide along the loops in between, which a
+        # condition at its compute level would stop)
+        guard = _decided_guard(body, consumer) if at_compute and at_store else None
         if at_compute:
             body = n.ProducerConsumer(name, produce, body)
         if at_store:  # bounds_inference fills in the bounds
             body = n.Realize(name, f.type, (), body, f.schedule.memory_scope.value)
-        return body
+        return body if guard is None else n.IfThenElse(guard, body)
 
     if compute is None:  # both at root
         return place(stmt, True, True)
@@ -333,6 +339,61 @@ def _inject(stmt: n.Stmt, name: str, ctx: LowerContext) -> n.Stmt:
 
     out = _Place().mutate(stmt)
     return out if store is not None else place(out, False, True)
+
+
+def _decided_guard(body: n.Stmt, consumer: str) -> n.Expr | None:
+    """The guards of guarded tails on the way from the top of a compute loop's `body` to
+    `consumer`'s Provide that no loop inside `body` changes, as one condition; None if
+    there are none. Where it fails nothing in the body runs, so neither must a producer
+    computed there: bounds inference gives it the guarded variable clamped into range,
+    a point that the producers it reads, computed further out, may not cover (their
+    regions take the loops' range intersected with the promised one: when loops are
+    reordered, a whole iteration outside may lie past the end)."""
+    paths: list[list[n.Stmt]] = []
+
+    def visit(s: n.Stmt, path: list[n.Stmt]) -> None:
+        match s:
+            case n.Provide(name=name) if name == consumer:
+                paths.append(path)
+            case n.ProducerConsumer():
+                visit(s.consume, path)
+            case n.IfThenElse(else_case=None) | n.LetStmt() | n.For():
+                visit(s.then_case if isinstance(s, n.IfThenElse) else s.body, [*path, s])
+            case n.Realize() | n.Atomic():
+                visit(s.body, path)
+            case n.Block() | n.IfThenElse():
+                for child in child_nodes(s):
+                    if isinstance(child, n.Stmt):
+                        visit(child, [*path, None])
+    visit(body, [])
+    if len(paths) != 1:
+        return None
+    values: dict[str, n.Expr] = {}
+    inside: set[str] = set()
+    decided: list[n.Expr] = []
+    above: n.Stmt | None = None
+    for s in paths[0]:
+        if s is None:  # (in a branch or a block, conditions further in are local)
+            break
+        if isinstance(s, n.For):
+            inside.add(s.name)
+        elif isinstance(s, n.LetStmt):
+            values[s.name] = substitute(_without_promises(s.value), values)
+        elif isinstance(above, n.LetStmt) and _guarded_promise(above.value):
+            condition = substitute(_without_promises(s.condition), values)
+            if not var_names(condition) & inside:
+                decided.append(condition)
+        above = s
+    return reduce(n.And, decided) if decided else None
+
+
+def _guarded_promise(e: n.Expr) -> bool:
+    return isinstance(e, n.Call) and e.name == "promise_clamped" and len(e.args) == 4
+
+
+def _without_promises(e: n.Expr) -> n.Expr:
+    return rewrite(e, lambda x: _without_promises(x.args[0]) if isinstance(x, n.Call)
+                   and x.name == "promise_clamped" else None)
 
 
 def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str | None:
