@@ -570,7 +570,10 @@ class _Emitter:
             case n.Select(condition=c, true_value=a, false_value=b):
                 return f"({self.expr(c)} ? {self.expr(a)} : {self.expr(b)})"
             case n.Load(name=name, index=index):
-                return f"{self.names(name)}[{_strip(self.expr(index))}]"
+                load = f"{self.names(name)}[{_strip(self.expr(index))}]"
+                if t.bits == 8 and self.scopes.get(name) in ("shared", "local"):
+                    return f"halo_opaque_byte({load})"  # (see the prelude)
+                return load
             case n.Call(kind=n.CallKind.INTRINSIC, name=name) if name == FIRST_THREAD:
                 return "(threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0)"
             case n.Call(kind=n.CallKind.INTRINSIC, name=name, args=(v, offset, width)) \

@@ -101,6 +101,14 @@ template <int K> __device__ __forceinline__ void halo_async_wait() {
     asm volatile("cp.async.wait_group %0;" :: "n"(K) : "memory");
 #endif
 }
+// A byte read from shared or local memory, passed through an empty asm: nvcc 13 merges
+// two byte loads 2 bytes apart feeding a dp2a into one 32-bit load and takes its 16-bit
+// halves, bytes 1 and 3 included (a wrong sum of products of uint8 values).
+template <typename T> __device__ __forceinline__ T halo_opaque_byte(T v) {
+    unsigned short w = (unsigned char)v;
+    asm("" : "+h"(w));
+    return (T)w;
+}
 """
 
 

@@ -44,7 +44,7 @@ def test_the_lanes_combine_partials_by_shuffles_and_the_first_lane_writes():
 
 def test_narrow_integers_are_shuffled_as_ints():
     source = gpu_pipelines.warp_groups()[0].compile(target=CUDA).function.kernels_source
-    assert "halo_shuffle_xor((uint8_t)m_s1_r_x_partial[0], 4, 8)" in source
+    assert "halo_shuffle_xor((uint8_t)halo_opaque_byte(m_s1_r_x_partial[0]), 4, 8)" in source
     assert "HALO_SHUFFLE_AS_INT(uint8_t)" in PRELUDE
 
 
