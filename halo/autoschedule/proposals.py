@@ -5,6 +5,10 @@ with dropout, and mutations of the best measured schedules.
   keep one state: of all children, priced in one batch, each is dropped with probability
   `dropout` and the cheapest left is taken (Adams et al. 2019's random-dropout samples:
   near the model's choice, not on it, so the model's blind spots get measured).
+- `random_walk`: from the start, each Func's decision drawn uniformly from all children,
+  unpriced (as `python -m halo.autoschedule.train collect` draws its random programs'
+  schedules): far from the model's choice, where a model trained on few measurements
+  of this program is least likely to look.
 - `mutations`: every state one step from a measured one: a tile factor doubled or halved,
   the vector width doubled or halved or moved to the other vectorizable dimension,
   unrolling, parallel fusion or the register tile toggled, a Func computed one loop level
@@ -30,6 +34,14 @@ def greedy_probe(search: Search, start: State, rng: random.Random, dropout: floa
         ranked = sorted(range(len(children)), key=lambda i: (prices[i], i))
         kept = [i for i in ranked if rng.random() >= dropout]
         state = children[kept[0] if kept else ranked[0]]
+    return state
+
+
+def random_walk(search: Search, start: State, rng: random.Random) -> State:
+    """One complete state, each Func's decision any of its children at random."""
+    state = start
+    while not state.complete:
+        state = rng.choice(children_of(state, search.machine, rng))
     return state
 
 

@@ -11,6 +11,9 @@ The rounds, until the budget is spent:
    (`proposals.py`). A round prices its proposals with the model, drops those measured
    before (this session or a recorded one: same schedule JSON), and measures the
    `batch` cheapest through the executor: compiled in parallel, timed one at a time.
+   Two of each later round's slots go to random walks (each Func's decision drawn at
+   random), whatever their price: mutations and probes stay near what the model
+   likes, and the schedules it misjudges are often far from it.
 3. After each round, a model that can be fitted (`fit(terms, seconds)`, as
    `LinearTermsModel` can) is refitted on every measurement so far, and the next round
    is priced by it.
@@ -56,7 +59,7 @@ from halo.autoschedule.measure import (
     same_machine,
     samples_agree,
 )
-from halo.autoschedule.proposals import greedy_probe, mutations
+from halo.autoschedule.proposals import greedy_probe, mutations, random_walk
 from halo.autoschedule.records import (
     BEST,
     MEASUREMENT,
@@ -81,6 +84,7 @@ BATCH = 8          # candidates measured per round
 PROBES = 4         # greedy probes per round
 DROPOUT = 0.5      # the chance a probe passes over each child
 PARENTS = 3        # the fastest measured schedules mutated each round
+EXPLORE = 2        # random walks measured each round whatever their predicted time
 CHECK_SIDE = 24    # the root schedule is checked against halo.reference over at most this
 REPEATS = 3        # timed calls per candidate, after the warm-up
 CUTOFF = 3.0       # a candidate whose first call is this much slower than the best so far
@@ -240,18 +244,18 @@ class _Session:
                             f"{', '.join(f.name for f in p.outputs)} could not be measured "
                             f"({root.error})")
         rng = random.Random(p.seed)
-        proposals = [priced.state for priced in p.search.run(p.starts)]
+        proposals, walks = [priced.state for priced in p.search.run(p.starts)], []
         while time.monotonic() < check_at:
-            batch = self._batch(proposals)
+            batch = self._batch(proposals, walks, rng)
             if not batch:
-                if not proposals:
+                if not proposals and not walks:
                     break
-                proposals = []
+                proposals, walks = [], []
             else:
                 self.rounds += 1
                 self._measure(executor, batch, check_at, bar)
                 self._refit()
-            proposals = self._proposals(rng, check_at)
+            proposals, walks = self._proposals(rng, check_at)
         if bar is not None:
             bar.close()
         return self._choose()
@@ -268,33 +272,45 @@ class _Session:
             return known
         return _Candidate(text, state, calls, 0.0)
 
-    def _batch(self, states: list[State]) -> list[_Candidate]:
-        """The `BATCH` cheapest proposals not measured yet."""
+    def _batch(self, states: list[State], explore: list[State] = (),
+               rng: random.Random | None = None) -> list[_Candidate]:
+        """`BATCH` proposals not measured yet: up to `EXPLORE` drawn at random from
+        `explore`, whatever the model thinks of them, and the cheapest of the rest."""
         new: dict[str, _Candidate] = {}
-        for s in states:
-            try:
-                c = self._candidate(s)
-            except HaloError:  # a proposal halo refuses (a mutation too far): skipped
-                continue
-            k = _key(c.schedule)
-            if k not in self.candidates and k not in new:
-                new[k] = c
+        wild: list[str] = []
+        for group in (explore, states):
+            for s in group:
+                try:
+                    c = self._candidate(s)
+                except HaloError:  # a proposal halo refuses (a mutation too far): skipped
+                    continue
+                k = _key(c.schedule)
+                if k not in self.candidates and k not in new:
+                    new[k] = c
+                    if group is explore:
+                        wild.append(k)
         fresh = list(new.values())
         for c, price in zip(fresh, self.p.search.price([c.state for c in fresh]), strict=True):
             c.predicted_s = price
-        return sorted(fresh, key=lambda c: c.predicted_s)[:BATCH]
+        picked = [new[k] for k in rng.sample(wild, min(EXPLORE, len(wild)))] if rng else []
+        rest = sorted((c for c in fresh if c not in picked), key=lambda c: c.predicted_s)
+        return picked + rest[:BATCH - len(picked)]
 
-    def _proposals(self, rng: random.Random, until: float) -> list[State]:
+    def _proposals(self, rng: random.Random, until: float) -> tuple[list[State], list[State]]:
+        """(mutations of the fastest measured schedules and greedy probes, to be taken
+        by price; random walks, some of which are measured whatever their price)."""
         p = self.p
-        out = []
+        out, walks = [], []
         for k in range(PROBES):
             if time.monotonic() >= until:
                 break
-            out.append(greedy_probe(p.search, p.starts[k % len(p.starts)], rng, DROPOUT))
+            start = p.starts[k % len(p.starts)]
+            out.append(greedy_probe(p.search, start, rng, DROPOUT))
+            walks.append(random_walk(p.search, start, rng))
         for parent in self._fastest()[:PARENTS]:
             if parent.state is not None:
                 out += mutations(parent.state, p.search.machine.lanes)
-        return out
+        return out, walks
 
     def _fastest(self) -> list[_Candidate]:
         ok = [c for c in self.candidates.values() if c.seconds is not None]

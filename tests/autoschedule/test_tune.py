@@ -17,8 +17,9 @@ from halo.autoschedule import _algorithm, _calls
 from halo.autoschedule.canonical import canonical, renamed_schedule
 from halo.autoschedule.cost_model import TERMS, LinearTermsModel, analytical
 from halo.autoschedule.measure import LocalExecutor, algorithm_builder
-from halo.autoschedule.proposals import greedy_probe, mutations
-from halo.autoschedule.search import Machine, Search, State
+from halo.autoschedule.proposals import greedy_probe, mutations, random_walk
+from halo.autoschedule.search import Machine, Search, State, root_everything
+from halo.autoschedule.tune import BATCH, EXPLORE, Problem, _Session
 from halo.autoschedule.validate import apply_calls
 from halo.lang import schedule_to_json
 from halo.lang.environment import Environment
@@ -174,11 +175,37 @@ def test_probes_and_mutations_give_schedules_halo_accepts(app):
     assert probe.complete
     children = mutations(probe, 8)
     assert children
-    for state in [probe, *rng.sample(children, min(6, len(children)))]:
+    walks = [random_walk(search, State(alg), rng) for _ in range(4)]
+    assert all(w.complete for w in walks)
+    for state in [probe, *rng.sample(children, min(6, len(children))), *walks]:
         again = build()
         apply_calls(again, _calls(state))
         halo.Pipeline(again).lower()
 
+
+
+def test_each_round_measures_random_walks_whatever_their_price():
+    """A round's batch takes EXPLORE random walks beside the cheapest proposals, even
+    when the model prices every walk above all of them; without walks, the cheapest."""
+    inp, out, image = _blur()
+    alg = _algorithm(Environment.of([out]), None, {inp: image})
+    search = Search(analytical(), Machine(2, 8), 4, 0, time.monotonic() + 5)
+    problem = Problem([out], alg, halo.Target("host"), {inp: image}, search, [State(alg)],
+                      _calls, root_everything(alg))
+    session = _Session(problem, None, budget_s=10.0)
+    rng = random.Random(5)
+    pick = greedy_probe(search, State(alg), rng, 0.0)
+    near = [pick, *mutations(pick, 8)]
+    walks = [random_walk(search, State(alg), rng) for _ in range(8)]
+    near_prices, walk_prices = search.price(near), search.price(walks)
+    cheap = sorted(near_prices)[BATCH - 1]
+    far = [w for w, p in zip(walks, walk_prices, strict=True) if p > cheap]
+    assert len(near) > BATCH and len(far) > EXPLORE
+    batch = session._batch(near, far, rng)
+    keys = {session._candidate(s).schedule for s in far}
+    assert len(batch) == BATCH and sum(c.schedule in keys for c in batch) == EXPLORE
+    plain = [c.predicted_s for c in session._batch(near)]
+    assert len(plain) == BATCH and plain == sorted(plain) and plain[0] == min(near_prices)
 
 
 def test_a_larger_budget_resumes_without_measuring_again(tmp_path):
