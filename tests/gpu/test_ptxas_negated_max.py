@@ -2,21 +2,14 @@
 (`halo/backends/cuda/ptx_rewrites.py`): found by `python -m halo.fuzz --target cuda --seed
 20261128` (programs 20261128001929 and 20261128000361, wrong at 151 of 624 and 2 of 437
 points)."""
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 
 import halo
-
-_spec = importlib.util.spec_from_file_location(
-    "test_ptx_rewrites", Path(__file__).parents[1] / "backends" / "cuda" / "test_ptx_rewrites.py")
-_rewrites = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_rewrites)
+from tests.backends.cuda.test_ptx_rewrites import negated_window_max
 
 
 def test_a_window_max_with_a_negative_weight():
-    out, inp = _rewrites.negated_window_max()
+    out, inp = negated_window_max()
     a = np.random.default_rng(20261128001929).integers(-1000, 1001, (3, 23, 7)).astype("int32")
     got = out.realize((3, 16, 13), inputs={inp: a}, target="cuda")
     np.testing.assert_array_equal(got, halo.reference(out, (3, 16, 13), inputs={inp: a}))
