@@ -152,6 +152,13 @@ class _Flatten(IRMutator):
             # would put megabytes on the stack: on the host, size it when it runs instead.
             if not host or _bytes(bounded, r.type) <= _LARGE_STACK_BYTES:
                 extents = bounded
+        elif r.scope == "auto" and host:
+            # A small buffer whose size changes (a tile clipped at the image's edge) is
+            # sized by its constant bound, as Halide does, and so lives on the stack: in
+            # an inner loop, a heap allocation each iteration costs more than its work.
+            bounded = [self._stack_extent(r, i, ext) for i, ext in enumerate(extents)]
+            if 0 < _bytes(bounded, r.type) <= _STACK_BYTES:
+                extents = bounded
         # The dimensions as stored, outermost first (`reorder_storage`; else as defined).
         order = self._storage_order(r)
         extents = [extents[d] for d in order]
