@@ -21,7 +21,7 @@ import numpy as np
 import halo
 from apps import blur
 from halo.target import default_num_threads
-from halo.timing import time_after_idle
+from halo.timing import side_by_side
 
 
 def ragged_convolution(rows: int, threads: int):
@@ -59,13 +59,10 @@ def main() -> None:
     cases = {"ragged tiles 1536x2560": ragged_convolution(1536, args.threads),
              "ragged tiles 1535x2560": ragged_convolution(1535, args.threads),
              "classic blur 1536x2560": classic_blur(args.threads)}
-    times: dict[str, list[float]] = {name: [] for name in cases}
-    for _ in range(args.repeats):
-        for name, run in cases.items():
-            times[name].append(time_after_idle(run, idle_s=0.02))
+    medians = side_by_side(cases, args.repeats, idle_s=0.02)
     print(f"{args.threads} thread(s), median of {args.repeats} interleaved calls")
-    for name, ts in times.items():
-        print(f"{name:26} {sorted(ts)[len(ts) // 2] * 1e3:8.2f} ms")
+    for name, seconds in medians.items():
+        print(f"{name:26} {seconds * 1e3:8.2f} ms")
 
 
 if __name__ == "__main__":

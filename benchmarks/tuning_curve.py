@@ -3,7 +3,9 @@
 Tunes the app at its benchmark size (`benchmarks/cases.py`) with
 `halo.autoschedule(..., measure=True, budget_s=...)` and reports the best measured time
 against the seconds spent, beside the model's choice (no measuring) and the app's hand
-schedule, each timed here after the tuning (`halo.timing.median_time`). Writes the curve
+schedule. At the end the finalists (hand, model, tuned and Adams2019's best) are timed
+side by side, a call of each per round (`halo.timing.side_by_side`): those medians are
+the reported times and ratios. Writes the curve
 as JSON and, with matplotlib, a plot (best time vs seconds, the hand schedule as a line).
 `--records` keeps the measurements (a second run resumes from them).
 
@@ -28,7 +30,7 @@ from benchmarks.cases import CASES
 from halo.autoschedule.measure import LocalExecutor
 from halo.lang.environment import Environment
 from halo.target import default_num_threads
-from halo.timing import median_time
+from halo.timing import median_time, side_by_side
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -39,9 +41,10 @@ def _fresh(case):
     return out, Environment.of([out]).inputs, funcs
 
 
-def _time(out, arrays: dict, shape: tuple[int, ...], repeats: int) -> float:
+def _runner(out, arrays: dict, shape: tuple[int, ...]):
+    """A call of `out`, compiled as scheduled now, on `arrays`."""
     kernel = out.compile()
-    return median_time(lambda: kernel.run(shape, None, None, None, arrays), repeats)
+    return lambda: kernel.run(shape, None, None, None, arrays)
 
 
 def main() -> None:
@@ -64,13 +67,13 @@ def main() -> None:
 
     out, inputs, funcs = _fresh(case)
     case.module.schedule(funcs)
-    hand_s = _time(out, arrays, shape, args.repeats)
+    runs = {"hand": _runner(out, arrays, shape)}
     hand_result = out.realize(shape, inputs={inputs[k]: v for k, v in arrays.items()})
 
     out, inputs, _ = _fresh(case)
     estimates = {out: shape, **{p: arrays[name].shape for name, p in inputs.items()}}
     halo.autoschedule(out, estimates=estimates)  # the model's choice, applied
-    model_s = _time(out, arrays, shape, args.repeats)
+    runs["model"] = _runner(out, arrays, shape)
 
     out, inputs, _ = _fresh(case)
     estimates = {out: shape, **{p: arrays[name].shape for name, p in inputs.items()}}
@@ -80,31 +83,41 @@ def main() -> None:
                                   budget_s=args.budget, records=args.records,
                                   executor=executor, progress=True)
     wall_s = time.monotonic() - start
-    tuned_s = _time(out, arrays, shape, args.repeats)
+    runs["tuned"] = _runner(out, arrays, shape)
 
     report = {"app": case.label, "budget_s": args.budget, "wall_s": wall_s,
-              "hand_s": hand_s, "model_s": model_s, "tuned_s": tuned_s,
               "tuned_measured_s": tuned.measured_s, "measurements": tuned.measurements,
               "curve": tuned.curve, "source": tuned.source}
     if not args.no_halide:
-        report["adams2019"] = _adams2019(case, arrays, hand_result, args.threads, wall_s,
-                                         args.repeats)
+        adams = report["adams2019"] = _adams2019(case, arrays, hand_result, args.threads,
+                                                 wall_s, args.repeats)
+        if adams.get("best_s") is not None:
+            runs["adams2019"] = adams.pop("best_run")
+    # The finalists side by side, as benchmarks/measure.py times its variants: timed one
+    # after another minutes apart, a noisy machine's drift decided the ratios.
+    final = side_by_side(runs, max(args.repeats, 9))
+    report.update({f"{name}_s": seconds for name, seconds in final.items()
+                   if name != "adams2019"})
+    hand_s, model_s, tuned_s = final["hand"], final["model"], final["tuned"]
     prefix = Path(args.out)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     prefix.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    print(f"{case.label}: hand {hand_s * 1e3:.3f} ms, model {model_s * 1e3:.3f} ms, "
-          f"tuned {tuned_s * 1e3:.3f} ms after {tuned.measurements} measurements in "
-          f"{wall_s:.0f} s")
+    print(f"{case.label}, side by side (median of {max(args.repeats, 9)} rounds): hand "
+          f"{hand_s * 1e3:.3f} ms, model {model_s * 1e3:.3f} ms, tuned {tuned_s * 1e3:.3f} "
+          f"ms after {tuned.measurements} measurements in {wall_s:.0f} s")
     print(f"{'seconds':>8}  best (ms)")
     for seconds, best in tuned.curve:
         print(f"{seconds:8.1f}  {best * 1e3:.3f}")
     adams = report.get("adams2019")
-    if adams and adams.get("best_s") is not None:
+    if "adams2019" in final:
+        adams["best_side_by_side_s"] = final["adams2019"]
         default = ("wrong" if adams["default_s"] is None
                    else f"{adams['default_s'] * 1e3:.3f} ms")
         print(f"Halide Adams2019, the same {wall_s:.0f} s: best {adams['best_s'] * 1e3:.3f} "
-              f"ms of {adams['samples']} schedules ({adams['wrong']} wrong; its default "
-              f"beam: {default}); halo tuned / Adams2019 {tuned_s / adams['best_s']:.2f}x")
+              f"ms when sampled, {final['adams2019'] * 1e3:.3f} ms side by side with "
+              f"halo's, of {adams['samples']} schedules ({adams['wrong']} wrong; its "
+              f"default beam: {default}); halo tuned / Adams2019 "
+              f"{tuned_s / final['adams2019']:.2f}x")
     elif adams:
         print(f"Halide Adams2019: {adams.get('skipped', 'every schedule it wrote was wrong')}")
     _plot(report, prefix.with_suffix(".png"))
@@ -122,6 +135,7 @@ def _adams2019(case, arrays: dict, expected: np.ndarray, threads: int, budget_s:
         return {"skipped": f"no Halide twin of {case.app}"}
     start = time.monotonic()
     curve, best, best_source, default_s, seed, wrong = [], None, None, None, 0, 0
+    best_run = None
     while seed == 0 or time.monotonic() - start < budget_s:
         options = {} if seed == 0 else {"beam_size": "1", "random_dropout": "1",
                                         "random_dropout_seed": str(seed)}
@@ -136,10 +150,11 @@ def _adams2019(case, arrays: dict, expected: np.ndarray, threads: int, budget_s:
             default_s = t if seed == 0 else default_s
             if best is None or t < best:
                 best, best_source = t, done.source
+                best_run = lambda out=out, done=done: done.run(out)  # noqa: E731
             curve.append((time.monotonic() - start, best))
         seed += 1
     return {"best_s": best, "default_s": default_s, "samples": seed, "wrong": wrong,
-            "curve": curve, "best_source": best_source}
+            "curve": curve, "best_source": best_source, "best_run": best_run}
 
 
 def _plot(report: dict, path: Path) -> None:

@@ -8,9 +8,10 @@ taught:
   worker threads busy-wait for work for about 0.1 s after a call, which on a 2-core
   machine took the cores from whatever ran next (3x slower). `IDLE_S` lets them sleep.
 
-`median_time(fn)` is what an app reports; the benchmarks (`benchmarks/measure.py`)
-interleave the variants of a case, one `time_after_idle` call of each per round, so that
-a machine's load drifting during a case weighs on all of them alike. Every function takes
+`median_time(fn)` is what an app reports; the benchmarks interleave the variants of a
+case (`side_by_side`), one `time_after_idle` call of each per round, so that a machine's
+load drifting during a case weighs on all of them alike. (Timed one after another
+instead, the same blur schedule measured 14.6 and 30.7 ms within an hour.) Every function takes
 the clock as a keyword (seconds, monotonic), so tests can pass a fake one.
 """
 from __future__ import annotations
@@ -56,3 +57,15 @@ def time_after_idle(fn: Callable[[], object], idle_s: float = IDLE_S, *,
     time.sleep(idle_s)
     warm_up(fn, clock=clock)
     return time_call(fn, clock=clock)
+
+
+def side_by_side(calls: dict[str, Callable[[], object]], rounds: int,
+                 idle_s: float = IDLE_S, *, clock: Clock = time.perf_counter
+                 ) -> dict[str, float]:
+    """Median seconds of each of `calls` over `rounds` rounds, each round one
+    `time_after_idle` call of every one in turn (the upper median of an even count)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            times[name].append(time_after_idle(fn, idle_s, clock=clock))
+    return {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
