@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import halo.timing
-from halo.timing import median_time, time_after_idle, time_call, warm_up
+from halo.timing import median_time, side_by_side, time_after_idle, time_call, warm_up
 
 
 class FakeClock:
@@ -57,3 +57,21 @@ def test_time_after_idle_sleeps_warms_up_then_times_one_call(monkeypatch):
     clock = FakeClock([0.03, 0.03, 0.007])
     assert time_after_idle(clock.run, 0.25, clock=clock) == pytest.approx(0.007)
     assert slept == [0.25] and clock.calls == 3
+
+
+def test_side_by_side_takes_a_call_of_each_per_round(monkeypatch):
+    """Rounds alternate the callables (a slow spell of the machine hits both); each
+    gets the median of its own timed calls."""
+    slept = []
+    monkeypatch.setattr(halo.timing.time, "sleep", slept.append)
+    clock, order = FakeClock([0.0]), []
+
+    def timed(name: str, seconds: float):
+        def run() -> None:
+            order.append(name)
+            clock.now += seconds if len(order) % 2 else 2 * seconds  # warm-up: 1 call
+        return run
+    medians = side_by_side({"a": timed("a", 0.1), "b": timed("b", 0.3)}, 3, 0.01,
+                           clock=clock)
+    assert order == ["a", "a", "b", "b"] * 3 and slept == [0.01] * 6
+    assert medians == {"a": pytest.approx(0.2), "b": pytest.approx(0.6)}
