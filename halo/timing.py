@@ -11,8 +11,8 @@ taught:
 `median_time(fn)` is what an app reports; the benchmarks interleave the variants of a
 case (`side_by_side`), one `time_after_idle` call of each per round, so that a machine's
 load drifting during a case weighs on all of them alike. (Timed one after another
-instead, the same blur schedule measured 14.6 and 30.7 ms within an hour.) Every function takes
-the clock as a keyword (seconds, monotonic), so tests can pass a fake one.
+instead, the same blur schedule measured 14.6 and 30.7 ms within an hour.) Every
+function takes the clock as a keyword (seconds, monotonic), so tests can pass a fake one.
 """
 from __future__ import annotations
 
@@ -46,8 +46,7 @@ def median_time(fn: Callable[[], object], repeats: int = 5, *,
     """Median seconds of `repeats` calls of `fn` (the upper one of an even count), after
     `warm_up`."""
     warm_up(fn, clock=clock)
-    times = sorted(time_call(fn, clock=clock) for _ in range(repeats))
-    return times[len(times) // 2]
+    return _upper_median([time_call(fn, clock=clock) for _ in range(repeats)])
 
 
 def time_after_idle(fn: Callable[[], object], idle_s: float = IDLE_S, *,
@@ -68,4 +67,8 @@ def side_by_side(calls: dict[str, Callable[[], object]], rounds: int,
     for _ in range(rounds):
         for name, fn in calls.items():
             times[name].append(time_after_idle(fn, idle_s, clock=clock))
-    return {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
+    return {name: _upper_median(ts) for name, ts in times.items()}
+
+
+def _upper_median(times: list[float]) -> float:
+    return sorted(times)[len(times) // 2]

@@ -34,7 +34,7 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -272,7 +272,7 @@ class _Session:
             return known
         return _Candidate(text, state, calls, 0.0)
 
-    def _batch(self, states: list[State], explore: list[State] = (),
+    def _batch(self, states: list[State], explore: Sequence[State] = (),
                rng: random.Random | None = None) -> list[_Candidate]:
         """`BATCH` proposals not measured yet: up to `EXPLORE` drawn at random from
         `explore`, whatever the model thinks of them, and the cheapest of the rest."""

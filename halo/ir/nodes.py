@@ -350,6 +350,16 @@ def promise_clamped(value: Expr, lo: Expr, hi: Expr, guarded: bool = False) -> C
     return Call(value.type, "promise_clamped", args, CallKind.INTRINSIC)
 
 
+def is_promise(e: Expr) -> bool:
+    """Whether `e` is a `promise_clamped` call (guarded or not)."""
+    return isinstance(e, Call) and e.name == "promise_clamped"
+
+
+def is_guarded_promise(e: Expr) -> bool:
+    """Whether `e` is a `promise_clamped(..., guarded=True)` call."""
+    return is_promise(e) and len(e.args) == 4
+
+
 def whole_tiles(condition: Expr) -> Call:
     """`condition`, marking an IfThenElse whose then branch is its else branch with every
     tile whole (the clamps of shift_inwards splits dropped, which `condition` makes

@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from halo.ir import nodes as n
-from halo.ir.visitor import IRMutator, Node, walk
+from halo.ir.visitor import IRMutator, Node, rewrite, walk
 
 
 class _Substitute(IRMutator):
@@ -73,3 +73,9 @@ def expand_lets(e: n.Expr, lets: dict[str, n.Expr]) -> n.Expr:
             break
         e = substitute(e, {nm: lets[nm] for nm in names})
     return e
+
+
+def without_promises(node: Node) -> Node:
+    """`node` with each `promise_clamped(v, lo, hi)` replaced by `v` (the promise is
+    for bounds inference; the value is `v`)."""
+    return rewrite(node, lambda x: without_promises(x.args[0]) if n.is_promise(x) else None)

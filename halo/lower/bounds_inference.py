@@ -53,7 +53,7 @@ def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     # (benchmarks/compile_time.py).
     simplifier = ctx.simplifier
     loop_variables = frozenset(s.name for s in walk(stmt) if isinstance(s, n.LetStmt)
-                               and _is_promise(s.value))
+                               and n.is_promise(s.value))
     # Likewise, which subtrees touch a Func is asked of the same subtrees for each Func.
     accessed = AccessedNames()
     for name in reversed(ctx.realized()):  # consumers first: their lets end up outside
@@ -89,18 +89,14 @@ def _strip_promises(node, loop_variables: frozenset[str]):
                            node.what, node.when)
 
     def strip(x):
-        if isinstance(x, n.LetStmt) and x.name in loop_variables and _is_promise(x.value):
+        if isinstance(x, n.LetStmt) and x.name in loop_variables and n.is_promise(x.value):
             return n.LetStmt(x.name, _strip_promises(x.value.args[0], loop_variables),
                              _strip_promises(x.body, loop_variables))
-        if _is_promise(x):
+        if n.is_promise(x):
             value, lo, hi = (_strip_promises(a, loop_variables) for a in x.args[:3])
-            return n.Min(n.Max(value, lo), hi) if len(x.args) == 4 else value
+            return n.Min(n.Max(value, lo), hi) if n.is_guarded_promise(x) else value
         return None
     return rewrite(node, strip)
-
-
-def _is_promise(x) -> bool:
-    return isinstance(x, n.Call) and x.name == "promise_clamped"
 
 
 class _At(IRMutator):

@@ -32,8 +32,8 @@ from halo.analysis.loops import (
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import block, const
-from halo.ir.substitute import substitute, var_names
-from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
+from halo.ir.substitute import substitute, var_names, without_promises
+from halo.ir.visitor import IRMutator, child_nodes, walk
 from halo.lang.func import Definition
 from halo.lower.context import LowerContext
 from halo.lower.inline import inline_calls
@@ -378,22 +378,13 @@ def _decided_guard(body: n.Stmt, consumer: str) -> n.Expr | None:
         if isinstance(s, n.For):
             inside.add(s.name)
         elif isinstance(s, n.LetStmt):
-            values[s.name] = substitute(_without_promises(s.value), values)
-        elif isinstance(above, n.LetStmt) and _guarded_promise(above.value):
-            condition = substitute(_without_promises(s.condition), values)
+            values[s.name] = substitute(without_promises(s.value), values)
+        elif isinstance(above, n.LetStmt) and n.is_guarded_promise(above.value):
+            condition = substitute(without_promises(s.condition), values)
             if not var_names(condition) & inside:
                 decided.append(condition)
         above = s
     return reduce(n.And, decided) if decided else None
-
-
-def _guarded_promise(e: n.Expr) -> bool:
-    return isinstance(e, n.Call) and e.name == "promise_clamped" and len(e.args) == 4
-
-
-def _without_promises(e: n.Expr) -> n.Expr:
-    return rewrite(e, lambda x: _without_promises(x.args[0]) if isinstance(x, n.Call)
-                   and x.name == "promise_clamped" else None)
 
 
 def _loop_var(name: str, level: LoopLevel, call: str, ctx: LowerContext) -> str | None:

@@ -10,11 +10,12 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     one it names last is contiguous), mins `f.min.{i}` from bounds inference, and each
     stride written out in the index as the product of the later stored extents, where
     the backend computes it in 64 bits as it does every index (a let would hold it in an
-    int32, which a buffer of more than 2**31
-    elements overflows). They go on the stack when `store_in` says "stack"/"local" or, by
-    default, when the size is a small constant; "global" and "shared" (on the CPU) mean
-    the heap. A stack buffer is sized by a constant upper bound of each extent where one
-    exists (a tile's region is at most the tile), else by the extent itself: an
+    int32, which a buffer of more than 2**31 elements overflows). They go on the stack
+    when `store_in` says "stack"/"local" or, by default, when the size is a small
+    constant or has a small constant upper bound (then sized by it: a tile clipped at
+    the image's edge); "global" and "shared" (on the CPU) mean the heap. A stack buffer
+    is sized by a constant upper bound of each extent where one exists (a tile's region
+    is at most the tile), else by the extent itself: an
     `Allocate` in "stack" of a size known only when it runs, which the backend puts on
     the stack when it is small and on the heap when it isn't (as Halide does); a bound
     past a megabyte, looser than what runs, is dropped for the same run-time size, and a

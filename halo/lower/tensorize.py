@@ -36,9 +36,9 @@ from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
-from halo.ir.substitute import expand_lets, substitute, var_names
+from halo.ir.substitute import expand_lets, substitute, var_names, without_promises
 from halo.ir.types import Type
-from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
+from halo.ir.visitor import IRMutator, child_nodes, walk
 from halo.lower.context import LowerContext
 from halo.schedule.conditions import condition_text
 from halo.schedule.records import StageSchedule, Tensorize, stage_label
@@ -177,7 +177,7 @@ class _Tensorize(IRMutator):
                                 f"{_describe(nest.leaf)}, not one definition of "
                                 f"{self.ctx.loop_owners[loop.name][1]}; loop extents: {extents}")
         lets = {let.name: let.value for let in nest.lets}
-        provide = _strip_promises(expand_lets(nest.leaf, lets))
+        provide = without_promises(expand_lets(nest.leaf, lets))
         spec_values = {name: _shifted(x, lo) for x, (name, lo, _) in
                        zip(loops, spec_loops, strict=True)}
         inner = {x.name for x in loops}
@@ -196,7 +196,7 @@ class _Tensorize(IRMutator):
         names = matcher.operand_order(definition)
         call = n.TensorCall(intrinsic.name, intrinsic, part, tuple(names),
                             tuple(matcher.origin_call(x) for x in names))
-        guards = [_strip_promises(expand_lets(g, lets)) for g in nest.guards]
+        guards = [without_promises(expand_lets(g, lets)) for g in nest.guards]
         if not guards:
             return call
         whole = [_whole_tile(g, loops, what) for g in guards]
@@ -278,15 +278,6 @@ def _shifted(loop: n.For, spec_min: n.Expr) -> n.Expr:
         return var
     return simplify(n.Add(n.Sub(var, loop.min), spec_min))
 
-
-
-def _strip_promises(node):
-    """`promise_clamped(v, lo, hi)` is `v`; the promise only helps bounds inference."""
-    def strip(x):
-        if isinstance(x, n.Call) and x.name == "promise_clamped":
-            return _strip_promises(x.args[0])
-        return None
-    return rewrite(node, strip)
 
 
 # ------------------------------------------------------------------------- the proof
