@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple, TypeVar
 
+from halo.analysis.modulus import modulus
+from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
 
 
@@ -149,8 +151,12 @@ def transformed_names(transforms: Iterable[LoopTransform]) -> set[str]:
 
 
 def divides(old: LoopRange, factor: int) -> bool:
-    """Whether a split by `factor` of a loop over `old` makes whole tiles only."""
-    return isinstance(old.extent, n.Const) and old.extent.value % factor == 0
+    """Whether a split by `factor` of a loop over `old` makes whole tiles only: its extent
+    is a multiple of the factor whatever its variables (`(k + 31) / 32 * 32` is)."""
+    if isinstance(old.extent, n.Const):
+        return old.extent.value % factor == 0
+    m, r = modulus(simplify(old.extent))
+    return m % factor == 0 and r % factor == 0
 
 
 def split_value(old: LoopRange, outer: n.Expr, inner: n.Expr, factor: int,

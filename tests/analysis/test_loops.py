@@ -46,6 +46,17 @@ def test_split_of_a_constant_extent_rounds_the_tile_count_up():
     assert not divides(LoopRange(const(0), e), 4)  # unknown until run time
 
 
+def test_an_extent_rounded_up_to_a_multiple_of_the_factor_divides_whatever_its_values():
+    """(e + 31) // 32 * 32 is a multiple of 32, 16 and 8 for every e; not of 64; and
+    32 * e + 8 of 8 only."""
+    rounded = n.Mul(n.Div(n.Add(e, const(31)), const(32)), const(32))
+    for factor, whole in ((32, True), (16, True), (8, True), (64, False), (3, False)):
+        assert divides(LoopRange(const(0), rounded), factor) is whole
+    offset = n.Add(n.Mul(e, const(32)), const(8))
+    assert divides(LoopRange(const(5), offset), 8)
+    assert not divides(LoopRange(const(0), offset), 16)
+
+
 def test_split_may_reuse_the_name_of_the_loop_it_splits():
     """split(x, x, xi, 4): the outer loop keeps the name x."""
     ranges = ranges_after(Split("x", "x", "xi", 4), {"x": LoopRange(const(0), const(8))})

@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from halo.analysis.simplify import can_prove, simplify
+from halo.analysis.simplify import can_prove, simplify, simplify_where
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str, stmt_to_str
 from halo.ir.types import (
@@ -606,3 +606,12 @@ def test_simplify_keeps_the_type(t: Type) -> None:
     v = var("v", t)
     for e in [(v + 3) - v, v * 0, mn(v, v), (v * 4) // 4, v - 7]:
         assert simplify(e.node).type == t
+
+
+def test_simplify_where_variables_lie_in_constant_ranges() -> None:
+    """x + 96 < e - 30 holds for x in [0, 0] once e is at least 128, for no e below 127."""
+    x, e = n.Var("x", int32), n.Var("e", int32)
+    cond = n.LT(n.Add(x, n.const(96)), n.Sub(e, n.const(30)))
+    assert simplify_where(cond, {"x": (0, 0), "e": (128, 2**31 - 1)}) == n.const(True, bool_)
+    assert simplify_where(cond, {"x": (0, 0), "e": (0, 126)}) == n.const(False, bool_)
+    assert not isinstance(simplify_where(cond, {"x": (0, 0)}), n.Const)

@@ -2,6 +2,7 @@
 driver for expressions and statements.
 
     simplify(node)       an equivalent, simpler Expr or Stmt
+    simplify_where(e, ranges)  `e` where variables lie in constant ranges
     can_prove(cond)      whether cond simplifies to the constant true
     Simplifier           the driver, to reuse its memo across many calls
 
@@ -16,6 +17,8 @@ from halo.analysis.simplify.simplifier import (
     shared_simplifier,
     sharing,
     simplify,
+    simplify_where,
 )
 
-__all__ = ["Simplifier", "can_prove", "shared_simplifier", "sharing", "simplify"]
+__all__ = ["Simplifier", "can_prove", "shared_simplifier", "sharing", "simplify",
+           "simplify_where"]

@@ -23,7 +23,7 @@ Statements (never moved across one another, so nothing crosses a Load or Store):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -73,6 +73,16 @@ def shared_simplifier() -> Simplifier:
     the shared one is inside a scope of its own)."""
     shared = _SHARED.get()
     return shared if shared is not None and shared.at_root else Simplifier()
+
+
+def simplify_where(e: n.Expr, ranges: dict[str, Bounds]) -> n.Expr:
+    """`e` simplified where each integer variable named in `ranges` lies in its constant
+    range (lo, hi), both ends included."""
+    simplifier = Simplifier()
+    with ExitStack() as scope:
+        for name, bounds in ranges.items():
+            scope.enter_context(simplifier._context(name, bounds))
+        return simplifier.expr(e)
 
 
 def can_prove(cond: n.Expr) -> bool:

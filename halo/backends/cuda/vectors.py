@@ -14,7 +14,7 @@ floats, 2 doubles, 8 halves, 16 bytes), each accessed at once through a small al
 array of its lanes. Such an access must be aligned to its size:
 
 - in shared memory (arrays aligned to 128 bytes) when the index, its lets replaced by
-  their values and simplified, is provably a multiple of the chunk's lanes (`modulus`:
+  their values and simplified, is provably a multiple of the chunk's lanes (`halo.analysis.modulus`:
   its value modulo a constant, from its structure, as Halide's ModulusRemainder);
 - otherwise (global memory: a caller's array may start anywhere; or an index not proven
   aligned), the prelude's `halo_copy_lanes` checks the address when it runs and falls
@@ -25,8 +25,7 @@ A thread's own arrays (registers) and predicated or non-dense accesses go lane b
 """
 from __future__ import annotations
 
-import math
-
+from halo.analysis.modulus import modulus
 from halo.analysis.simplify import simplify
 from halo.errors import InternalError
 from halo.ir import nodes as n
@@ -180,29 +179,6 @@ def chunks(lanes: int, element_bytes: int) -> list[tuple[int, int]]:
     return out
 
 
-def modulus(e: n.Expr) -> tuple[int, int]:
-    """(m, r) with `e` = r (mod m) for every value of its variables (m == 0: `e` is r),
-    from the structure of integer expression `e` (its variables: any value)."""
-    match e:
-        case n.Const(value=v) if not e.type.is_float:
-            return 0, int(v)
-        case n.Add(a=a, b=b) | n.Sub(a=a, b=b):
-            (ma, ra), (mb, rb) = modulus(a), modulus(b)
-            return _reduced(math.gcd(ma, mb), ra + rb if isinstance(e, n.Add) else ra - rb)
-        case n.Mul(a=a, b=b):
-            (ma, ra), (mb, rb) = modulus(a), modulus(b)
-            return _reduced(math.gcd(ma * mb, ma * rb, mb * ra), ra * rb)
-        case n.Min(a=a, b=b) | n.Max(a=a, b=b) | n.Select(true_value=a, false_value=b):
-            # one of the two: what both share
-            (ma, ra), (mb, rb) = modulus(a), modulus(b)
-            return _reduced(math.gcd(ma, mb, ra - rb), ra)
-    return 1, 0
-
-
-def _reduced(m: int, r: int) -> tuple[int, int]:
-    return (m, r % m) if m else (0, r)
-
-
 def divides(lanes: int, index: n.Expr, lets: dict[str, n.Expr]) -> bool:
     """Whether `index` is a multiple of `lanes` for every value of its variables, the
     let-bound ones (`lets`) replaced by their values."""
@@ -210,5 +186,4 @@ def divides(lanes: int, index: n.Expr, lets: dict[str, n.Expr]) -> bool:
     return (m % lanes == 0 if m else True) and r % lanes == 0
 
 
-__all__ = ["PRELUDE", "chunks", "dense_base", "divides", "lane", "lane_name", "lanes_of",
-           "modulus"]
+__all__ = ["PRELUDE", "chunks", "dense_base", "divides", "lane", "lane_name", "lanes_of"]
