@@ -31,7 +31,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from halo.analysis.simplify import simplify
+from halo.analysis.simplify import simplify, simplify_where
+from halo.analysis.simplify.const_bounds import type_bounds
+from halo.analysis.simplify.simplifier import is_const_true
 from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
@@ -127,6 +129,9 @@ class _Tensorize(IRMutator):
         self.ctx = ctx
         self.sites = sites
         self.vectorized: list[str] = []  # enclosing vectorized loops, by label
+        self.loops: list[n.For] = []  # the enclosing loops
+        self.lets: dict[str, n.Expr] = {}  # the enclosing lets
+        self.facts: list[n.Expr] = []  # the conditions of the enclosing then-branches
 
     def visit_For(self, loop: n.For) -> n.Stmt:
         owner = self.ctx.loop_owners.get(loop.name)
@@ -137,10 +142,13 @@ class _Tensorize(IRMutator):
         vector = loop.kind is n.ForKind.VECTORIZED
         if vector:
             self.vectorized.append(self.ctx.loop_labels.get(loop.name, loop.name))
-        out = self.mutate_children(loop)
-        if vector:
-            self.vectorized.pop()
-        return out
+        self.loops.append(loop)
+        try:
+            return self.mutate_children(loop)
+        finally:
+            self.loops.pop()
+            if vector:
+                self.vectorized.pop()
 
     def _site(self, candidates: list[_Site], nest: _Nest) -> _Site:
         """The record whose loops these are (specializations may tensorize the same loop
@@ -203,7 +211,47 @@ class _Tensorize(IRMutator):
         condition = whole[0]
         for c in whole[1:]:
             condition = n.And(condition, c)
+        if self._known(condition):
+            return call
         return n.IfThenElse(simplify(condition), call, loop)
+
+    # What holds around a nest, so a guard that always holds there leaves no loops for
+    # the tiles the call can't take (a warp array can't have them: block_registers.py).
+
+    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
+        outer = self.lets.get(s.name)
+        self.lets[s.name] = s.value  # (expanded when asked: expand_lets is transitive)
+        try:
+            return self.mutate_children(s)
+        finally:
+            if outer is None:
+                del self.lets[s.name]
+            else:
+                self.lets[s.name] = outer
+
+    def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
+        self.facts.append(s.condition)
+        try:
+            then_case = self.mutate(s.then_case)
+        finally:
+            self.facts.pop()
+        else_case = None if s.else_case is None else self.mutate(s.else_case)
+        return n.IfThenElse(s.condition, then_case, else_case)
+
+    def _known(self, condition: n.Expr) -> bool:
+        """Whether `condition` holds wherever it is: from the enclosing lets, the
+        constant ranges of the enclosing loops, and the constant bounds on variables
+        that the enclosing conditions give (`128 <= C.extent.0`)."""
+        ranges: dict[str, tuple[int, int]] = {}
+        for loop in self.loops:
+            lo = simplify(expand_lets(loop.min, self.lets))
+            extent = simplify(expand_lets(loop.extent, self.lets))
+            if isinstance(lo, n.Const) and isinstance(extent, n.Const):
+                ranges[loop.name] = (int(lo.value), int(lo.value + extent.value - 1))
+        for fact in self.facts:
+            for c in _conjuncts(simplify(expand_lets(fact, self.lets))):
+                _learn(c, ranges)
+        return is_const_true(simplify_where(expand_lets(condition, self.lets), ranges))
 
 
 def _describe(s: n.Stmt) -> str:
@@ -410,6 +458,29 @@ class _Matcher:
 
 
 # ---------------------------------------------------------------------- tail guards
+
+
+def _conjuncts(e: n.Expr) -> list[n.Expr]:
+    if n.is_whole_tiles(e):
+        return _conjuncts(e.args[0])
+    if isinstance(e, n.And) and e.type.is_bool:
+        return [*_conjuncts(e.a), *_conjuncts(e.b)]
+    return [e]
+
+
+def _learn(fact: n.Expr, ranges: dict[str, tuple[int, int]]) -> None:
+    """Narrows `ranges` by `fact` where it bounds a variable by a constant."""
+    match fact:
+        case n.LE(a=n.Var(name=v), b=n.Const(value=c)) | n.LT(a=n.Var(name=v), b=n.Const(
+                value=c)) if fact.a.type.is_integer:
+            hi = int(c) - (1 if isinstance(fact, n.LT) else 0)
+            lo, old = ranges.get(v, type_bounds(fact.a.type))
+            ranges[v] = (lo, min(old, hi))
+        case n.LE(a=n.Const(value=c), b=n.Var(name=v)) | n.LT(a=n.Const(value=c), b=n.Var(
+                name=v)) if fact.b.type.is_integer:
+            lo = int(c) + (1 if isinstance(fact, n.LT) else 0)
+            old, hi = ranges.get(v, type_bounds(fact.b.type))
+            ranges[v] = (max(old, lo), hi)
 
 
 def _whole_tile(guard: n.Expr, loops: list[n.For], what: str) -> n.Expr:
