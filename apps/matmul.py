@@ -125,30 +125,78 @@ def gpu_schedule_vthread(funcs) -> None:
     C_local.update(0).reorder(k.x, i, j)
 
 
-def algorithm_fp16(product=None):
+def algorithm_fp16(product=None, k_step: int | None = None):
     """Returns (A, B, C, {name: Func, RDom or input}) with C[i, j] = sum_k float32(A[i, k])
     * float32(B[k, j]): float16 inputs, float32 sums (what tensor cores compute); or
-    with `product(a, b)` of the two float16 values as the term summed."""
+    with `product(a, b)` of the two float16 values as the term summed. With `k_step`, k
+    runs to the next multiple of it, over A and B padded with zeros (the same sums):
+    a schedule's k steps of `k_step` have no tail. "A_in" and "B_in" name what C reads
+    (the padded Funcs, or A and B)."""
     i, j = halo.vars("i j")
     A = halo.ImageParam(halo.float16, 2, "A")
     B = halo.ImageParam(halo.float16, 2, "B")
-    k = halo.RDom((0, A.shape[1]), name="k")
+    A_in, B_in, extent = A, B, A.shape[1]
+    if k_step is not None:
+        zero = halo.cast(halo.float16, 0)
+        A_in, B_in = (halo.boundary.constant_exterior(x, zero) for x in (A, B))
+        extent = (A.shape[1] + (k_step - 1)) // k_step * k_step
+    k = halo.RDom((0, extent), name="k")
     C = halo.Func("C")
     C[i, j] = halo.cast(halo.float32, 0.0)
     if product is None:
-        C[i, j] += halo.cast(halo.float32, A[i, k]) * halo.cast(halo.float32, B[k, j])
+        C[i, j] += halo.cast(halo.float32, A_in[i, k]) * halo.cast(halo.float32, B_in[k, j])
     else:
-        C[i, j] += product(A[i, k], B[k, j])
-    return A, B, C, {"C": C, "k": k, "A": A, "B": B}
+        C[i, j] += product(A_in[i, k], B_in[k, j])
+    return A, B, C, {"C": C, "k": k, "A": A, "B": B, "A_in": A_in, "B_in": B_in}
 
 
-def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (64, 64),
-                             warp: tuple[int, int] = (32, 32), depth: int = 64) -> None:
+def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
+                             warp: tuple[int, int] = (64, 32), depth: int = 32,
+                             stages: int = 2) -> None:
     """For target 'cuda', on `algorithm_fp16`: tensor cores (`halo.intrinsics.mma_f16_f32`).
-    Each block computes a `block` tile of C, accumulated in shared memory (C_shared, a
+    Each block computes a `block` tile of C, one `warp` tile per warp, with the warps'
+    accumulators in their registers across the whole k loop: C_acc (a
+    `cache_write("local")` stage at the block loop, every access a warp's tensor call)
+    is a warp array (`lower/block_registers.py`), zeroed and updated by the intrinsic and
+    copied out by `halo.intrinsics.mma_f32_store`. Each step of `depth` along k, the
+    block's threads copy its A and B panels to shared memory (`cache_read("shared")` at
+    that loop, 16 bytes a thread at a time), double-buffered with `stages` > 1, from
+    where the warps load fragments (`ldmatrix`). C's tiles shift inwards, so any C of at
+    least a block is whole tiles, and k must be whole steps of `depth` (a warp array
+    can't take the element-by-element loops of a tail): other sizes are refused before
+    running (`BoundsError`); for any k, pad it (`algorithm_fp16(k_step=depth)`, whose
+    panel copies are slower: they test each element)."""
+    i, j = halo.vars("i j")
+    io, jo, ii, ji, wi, wj, ti, tj, ko, ki = halo.vars("io jo ii ji wi wj ti tj ko ki")
+    C = funcs["C"]
+    warps = (block[0] // warp[0], block[1] // warp[1])
+    mma = intrinsics.mma_f16_f32(warp[0], warp[1], depth)
+    C_acc = C.cache_write("local")
+    C.tile(i, j, io, jo, ii, ji, *block).gpu_blocks(io, jo)
+    C.tile(ii, ji, wi, wj, ti, tj, *warp).gpu_threads(wi, wj)
+    C.tensorize(ti, intrinsics.mma_f32_store(*warp))
+    C_acc.compute_at(C, jo)
+    C_acc.tile(i, j, wi, wj, ti, tj, *warp).gpu_threads(wi, wj).tensorize(ti, mma)
+    update = C_acc.update(0)
+    update.split(funcs["k"], ko, ki, depth).tile(i, j, wi, wj, ti, tj, *warp)
+    update.reorder(ko, wi, wj, ti, tj, ki).gpu_threads(wi, wj).tensorize(ti, mma)
+    for panel, shape in ((funcs["A_in"].cache_read("shared", [C_acc]), (block[0], depth)),
+                         (funcs["B_in"].cache_read("shared", [C_acc]), (depth, block[1]))):
+        panel.compute_at(update, ko)
+        _copied_by_threads(panel, warps, shape)
+        if stages > 1:
+            panel.double_buffer(stages)
+
+
+def gpu_schedule_tensor_core_shared(funcs, block: tuple[int, int] = (64, 64),
+                                    warp: tuple[int, int] = (32, 32), depth: int = 64) -> None:
+    """For target 'cuda', on `algorithm_fp16` of any sizes: tensor cores, with the
+    accumulators in shared memory between calls (slower than `gpu_schedule_tensor_core`,
+    which needs C of at least a block and k padded). Each block computes a `block` tile
+    of C, accumulated in shared memory (C_shared, a
     `cache_write("shared")` stage computed at the block loop), one `warp` tile per warp:
     the update's loops bound to threads number the warps, and each call of the intrinsic
-    runs a warp's `warp` tile over `depth` steps of k with its accumulators in fragments.
+    runs a warp's `warp` tile over `depth` steps of k with its accumulators in registers.
     Each step of `depth` along k, the block's threads copy its A and B panels to shared
     memory (`cache_read("shared")` at that loop), from where the warps load fragments.
     C's tiles shift inwards, so any C of at least a block is whole tiles; a k that isn't
@@ -156,7 +204,7 @@ def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (64, 64),
     i, j = halo.vars("i j")
     io, jo, ii, ji, wi, wj, ti, tj, ko, ki, ty, tz, tx, r, rr, t, ru, cu = halo.vars(
         "io jo ii ji wi wj ti tj ko ki ty tz tx r rr t ru cu")
-    C, A, B = funcs["C"], funcs["A"], funcs["B"]
+    C, A, B = funcs["C"], funcs["A_in"], funcs["B_in"]
     warps = (block[0] // warp[0], block[1] // warp[1])
     mma = intrinsics.mma_f16_f32(warp[0], warp[1], depth)
     C_shared = C.cache_write("shared")
@@ -181,6 +229,22 @@ def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (64, 64),
                          (B.cache_read("shared", [C_shared]), (depth, block[1]))):
         stage.compute_at(update, ko)
         threads(stage, *stage.args, shape)
+
+
+def _copied_by_threads(panel, warps: tuple[int, int], shape: tuple[int, int]) -> None:
+    """A 2-D shared panel of `shape` float16 (at most) copied by a block of `warps` warps,
+    8 of them (16 bytes) a thread at a time: along x, a warp's lanes take 32 / (its
+    columns / 8) rows of 16 bytes, consecutive lanes in consecutive rows; the warps take
+    the rest of the rows, each thread's copies unrolled so they are in flight together.
+    (Every split has a constant factor: their divisions are by constants.)"""
+    row, column = panel.args
+    c, v, r, rt, t, tx, ty, tz, rep = halo.vars("c v r rt t tx ty tz rep")
+    chunks = shape[1] // 8
+    panel.split(column, c, v, 8).split(row, r, rt, max(1, 32 // chunks))
+    panel.reorder(r, c, rt, v).fuse(c, rt, t).split(t, t, tx, 32)
+    panel.split(r, r, ty, warps[1]).split(r, rep, tz, warps[0])
+    panel.reorder(tz, ty, tx, rep, t, v).gpu_threads(tz, ty, tx).unroll(rep).unroll(t)
+    panel.vectorize(v)
 
 
 def main(n: int = 512, repeats: int = 3) -> dict:

@@ -236,14 +236,17 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         compile_s = _first_call(torch, call, start)
         check = a.float() @ b.float()
         variants = {"torch fp16 (cuBLAS, fp32 accumulation, fp16 out)": lambda: a @ b}
-        for label, sizes in (
-                ("halo, blocks 64 x 64, k steps of 32", {"depth": 32}),
-                ("halo, blocks 64 x 128 (8 warps), k steps of 32",
-                 {"block": (64, 128), "depth": 32}),
-                ("halo, blocks 64 x 128, warps 32 x 64, k steps of 32",
-                 {"block": (64, 128), "warp": (32, 64), "depth": 32})):
+        for label, schedule, sizes in (
+                ("halo, warps 64 x 64 (4 a block)", matmul.gpu_schedule_tensor_core,
+                 {"warp": (64, 64)}),
+                ("halo, blocks 128 x 64, warps 32 x 32", matmul.gpu_schedule_tensor_core,
+                 {"block": (128, 64), "warp": (32, 32)}),
+                ("halo, k steps of 64, panels in one copy", matmul.gpu_schedule_tensor_core,
+                 {"depth": 64, "stages": 1}),
+                ("halo, accumulators in shared memory (blocks 64 x 64, k steps of 64)",
+                 matmul.gpu_schedule_tensor_core_shared, {"depth": 64})):
             *_, other_funcs = matmul.algorithm_fp16()
-            matmul.gpu_schedule_tensor_core(other_funcs, **sizes)
+            schedule(other_funcs, **sizes)
             other = other_funcs["C"].compile(target="cuda")
             variants[label] = _variant(other, out, A=a, B=b)
         if triton is not None:

@@ -24,10 +24,12 @@ the host has the instructions (`halo.target.host_cpu().features`); elsewhere the
 
 Both accumulate in registers across their whole reduction and load and store the output
 tile once per call.
-* `mma_f16_f32(rows, columns, depth)`: a GPU warp's tensor-core multiply-accumulate on
-  WMMA fragments (float16 x float16 summed into float32; docs/gpu.md, "Tensor cores"):
+* `mma_f16_f32(rows, columns, depth)`: a GPU warp's tensor-core multiply-accumulate
+  (`mma.sync`, float16 x float16 summed into float32; docs/gpu.md, "Tensor cores"):
       spec[i, j] = 0.0
       spec[i, j] += float32(a[i, k]) * float32(b[k, j])
+  and `mma_f32_store(rows, columns)`, the copy `spec[i, j] = acc[i, j]` of its
+  accumulators out of the warp's registers.
 bf16 (`vdpbf16ps` on the host, bf16 tensor cores) is not here: halo has no bfloat16 type,
 so no spec can say what it computes. Each emitter refuses a backend it doesn't write.
 """
@@ -241,128 +243,256 @@ def fma_outer_product(rows: int, columns: int, depth: int) -> Intrinsic:
 def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic:
     """A GPU warp's tensor-core matrix multiply-accumulate: float16 inputs, float32
     accumulation, for a `rows x columns` tile over `depth` steps of k (each a multiple of
-    16: WMMA fragments of 16 x 16 x 16, `nvcuda::wmma`, which nvcc lowers to `mma.sync`):
+    16), as `mma.sync.m16n8k16` instructions (PTX, sm_80 on):
         spec[i, j] = 0.0                                       (float32)
         spec[i, j] += float32(a[i, k]) * float32(b[k, j])      (a, b float16)
     Scope "warp": the 32 threads of a warp run each call together (docs/gpu.md, "Tensor
-    cores"). A call loads the tile's accumulators into fragments, runs the whole `depth`
-    with them (each fragment of a and b loaded once per step of 16 and used for a row or
-    column of tiles), and stores them back, so the tile stays in registers across the
-    call's reduction. WMMA wants each operand 32-byte aligned with rows a multiple of 16
-    bytes apart; a call whose operands aren't (checked at run time, where lowering doesn't
-    know) computes the tile with the warp's lanes one element each, so every answer is
-    right, and only aligned tiles are fast: stage the operands in shared memory
-    (`cache_read("shared")`, whose arrays are aligned) with rows of a multiple of 8 halves.
-    Target "cuda" only, sm_70 or later. bf16 is not here: halo has no bfloat16 type."""
+    cores"). Where the accumulator is a warp array (`store_in("local")` at a GPU block
+    loop, every access a warp-scoped intrinsic: `lower/block_registers.py`) it stays in
+    the lanes' registers across calls; in memory, a call loads the tile into registers
+    and stores it back. The operands' fragments are read with `ldmatrix` where they are
+    in shared memory with rows a multiple of 16 bytes apart and 16-byte aligned (checked
+    at run time where lowering doesn't know), else element by element: every answer is
+    right, and staged operands are fast. `mma_f32_store` copies a warp array out.
+    Target "cuda" only, sm_80 or later. bf16 is not here: halo has no bfloat16 type."""
     call = f"halo.intrinsics.mma_f16_f32({rows}, {columns}, {depth})"
     _positive(call, rows=rows, columns=columns, depth=depth)
     for what, size in (("rows", rows), ("columns", columns), ("depth", depth)):
-        if size % _WMMA:
-            raise DefinitionError(f"{call}: {what} must be a multiple of {_WMMA}, the side "
-                                  "of a WMMA fragment")
+        if size % _MMA:
+            raise DefinitionError(f"{call}: {what} must be a multiple of {_MMA}, the side "
+                                  "of a tensor-core tile")
     name = f"mma_f16_f32_{rows}x{columns}x{depth}"
     spec, a, b = _matmul_spec(name, float16, rows, columns, depth)
-    tiles = (rows // _WMMA, columns // _WMMA)
+    tiles = (rows // _MMA, columns // _MMA_N)
 
     def init(ctx) -> None:
         _require_cuda(ctx, call)
-        out = ctx.operand(spec.name)
-        fast = _wmma_condition(ctx, [out])
-        ctx.line(f"if ({fast}) {{")
-        acc = _fragments(ctx, "accumulator", "float", "acc", tiles)
-        ctx.line(f"    nvcuda::wmma::fill_fragment({acc}[0][0], 0.0f);")
-        for r in range(tiles[0]):
-            for c in range(tiles[1]):
-                ctx.line(f"    nvcuda::wmma::store_matrix_sync({ctx.address(out, 16 * r, 16 * c)}"
-                         f", {acc}[0][0], {out.strides[0]}, nvcuda::wmma::mem_row_major);")
-        ctx.line("} else {")
-        e = ctx.fresh("e")
-        ctx.line(f"    for (int {e} = {ctx.lane}; {e} < {rows * columns}; {e} += 32) "
-                 f"{ctx.address(out, f'{e} / {columns}', f'{e} % {columns}')}[0] = 0.0f;")
-        ctx.line("}")
+        acc = _Accumulator(ctx, call, ctx.operand(spec.name), tiles)
+        if acc.in_registers:
+            for element in acc.elements():
+                ctx.line(f"{element} = 0.0f;")
+        else:
+            e = ctx.fresh("e")
+            out = acc.op
+            ctx.line(f"for (int {e} = {ctx.lane}; {e} < {rows * columns}; {e} += 32) "
+                     f"{ctx.address(out, f'{e} / {columns}', f'{e} % {columns}')}[0] = 0.0f;")
 
     def update(ctx) -> None:
         _require_cuda(ctx, call)
-        out, a_op, b_op = (ctx.operand(x) for x in (spec.name, a.name, b.name))
-        fast = _wmma_condition(ctx, [out, a_op, b_op])
+        acc = _Accumulator(ctx, call, ctx.operand(spec.name), tiles)
+        a_op, b_op = ctx.operand(a.name), ctx.operand(b.name)
+        acc.load()
+        g, t = _lane_parts(ctx)
+        fast = " && ".join(_ldmatrix_condition(op) for op in (a_op, b_op))
+
+        def steps(matrix_loads: bool) -> None:
+            step = ctx.fresh("k")
+            ctx.line("    #pragma unroll")
+            ctx.line(f"    for (int {step} = 0; {step} < {depth}; {step} += 16) {{")
+            left, right = ctx.fresh("a"), ctx.fresh("b")
+            ctx.line(f"        unsigned {left}[{tiles[0]}][4], {right}[{tiles[1]}][2];")
+            for r in range(tiles[0]):
+                if matrix_loads:  # lane l: row l % 16, columns 8 * (l / 16) on
+                    ctx.line(_ldmatrix([f"{left}[{r}][{q}]" for q in range(4)], ctx.address(
+                        a_op, f"{16 * r} + ({ctx.lane} & 15)", f"{step} + ({ctx.lane} >> 4) * 8")))
+                else:  # a[q]: row g + 8 (q & 1), columns 2t + 8 (q >> 1) and one on
+                    for q in range(4):
+                        ctx.line(f"        {left}[{r}][{q}] = " + _pair(ctx, a_op, (
+                            f"{16 * r + 8 * (q & 1)} + {g}", f"{step} + {8 * (q >> 1)} + 2 * {t}"),
+                            (0, 1)) + ";")
+            for c in range(tiles[1]):
+                if matrix_loads and c % 2 == 0 and c + 1 < tiles[1]:  # two n-tiles at once
+                    ctx.line(_ldmatrix([f"{right}[{c + h}][{q}]" for h in range(2)
+                                        for q in range(2)], ctx.address(
+                        b_op, f"{step} + ({ctx.lane} & 15)",
+                        f"{8 * c} + ({ctx.lane} >> 4) * 8"), trans=True))
+                elif not matrix_loads:  # b[q]: rows 2t + 8q and one on, column g
+                    for q in range(2):
+                        ctx.line(f"        {right}[{c}][{q}] = " + _pair(ctx, b_op, (
+                            f"{step} + {8 * q} + 2 * {t}", f"{8 * c} + {g}"), (1, 0)) + ";")
+            for r in range(tiles[0]):
+                for c in range(tiles[1]):
+                    ctx.line(_mma(acc.tile(r, c), f"{left}[{r}]", f"{right}[{c}]"))
+            ctx.line("    }")
+
         ctx.line(f"if ({fast}) {{")
-        acc = _fragments(ctx, "accumulator", "float", "acc", tiles)
-        left = _fragments(ctx, "matrix_a", "__half", "a", (tiles[0], 1),
-                          "nvcuda::wmma::row_major")
-        right = _fragments(ctx, "matrix_b", "__half", "b", (1, tiles[1]),
-                           "nvcuda::wmma::row_major")
-        for r in range(tiles[0]):
-            for c in range(tiles[1]):
-                ctx.line(f"    nvcuda::wmma::load_matrix_sync({acc}[{r}][{c}], "
-                         f"{ctx.address(out, 16 * r, 16 * c)}, {out.strides[0]}, "
-                         "nvcuda::wmma::mem_row_major);")
-        step = ctx.fresh("k")
-        ctx.line("    #pragma unroll")
-        ctx.line(f"    for (int {step} = 0; {step} < {depth}; {step} += 16) {{")
-        for r in range(tiles[0]):
-            ctx.line(f"        nvcuda::wmma::load_matrix_sync({left}[{r}][0], "
-                     f"{ctx.address(a_op, 16 * r, step)}, {a_op.strides[0]});")
-        for c in range(tiles[1]):
-            ctx.line(f"        nvcuda::wmma::load_matrix_sync({right}[0][{c}], "
-                     f"{ctx.address(b_op, step, 16 * c)}, {b_op.strides[0]});")
-        for r in range(tiles[0]):
-            for c in range(tiles[1]):
-                ctx.line(f"        nvcuda::wmma::mma_sync({acc}[{r}][{c}], {left}[{r}][0], "
-                         f"{right}[0][{c}], {acc}[{r}][{c}]);")
-        ctx.line("    }")
-        for r in range(tiles[0]):
-            for c in range(tiles[1]):
-                ctx.line(f"    nvcuda::wmma::store_matrix_sync("
-                         f"{ctx.address(out, 16 * r, 16 * c)}, {acc}[{r}][{c}], "
-                         f"{out.strides[0]}, nvcuda::wmma::mem_row_major);")
+        steps(matrix_loads=True)
         ctx.line("} else {")
-        e, s, kk = ctx.fresh("e"), ctx.fresh("sum"), ctx.fresh("kk")
-        row, col = f"{e} / {columns}", f"{e} % {columns}"
-        ctx.line(f"    for (int {e} = {ctx.lane}; {e} < {rows * columns}; {e} += 32) {{")
-        ctx.line(f"        float {s} = {ctx.address(out, row, col)}[0];")
-        ctx.line(f"        for (int {kk} = 0; {kk} < {depth}; ++{kk}) {s} += "
-                 f"(float){ctx.address(a_op, row, kk)}[0] * "
-                 f"(float){ctx.address(b_op, kk, col)}[0];")
-        ctx.line(f"        {ctx.address(out, row, col)}[0] = {s};")
-        ctx.line("    }")
+        steps(matrix_loads=False)
         ctx.line("}")
+        acc.store()
 
     return Intrinsic(name, spec, emit=update, init=init, update=update, scope="warp")
 
 
-_WMMA = 16  # the side of a WMMA fragment (m16n16k16)
+def mma_f32_store(rows: int = 32, columns: int = 32) -> Intrinsic:
+    """A GPU warp's copy of a `rows x columns` float32 tile, for the copy-out of
+    `mma_f16_f32`'s accumulators when they are a warp array (`cache_write("local")` at a
+    GPU block loop): `spec[i, j] = acc[i, j]`. Each lane writes the elements it holds, two
+    adjacent floats at once where aligned. From memory, the lanes copy element by
+    element. Scope "warp", target "cuda" only."""
+    call = f"halo.intrinsics.mma_f32_store({rows}, {columns})"
+    _positive(call, rows=rows, columns=columns)
+    if rows % _MMA or columns % _MMA_N:
+        raise DefinitionError(f"{call}: rows must be a multiple of {_MMA} and columns of "
+                              f"{_MMA_N}, a tensor-core accumulator tile")
+    i, j = Var("i"), Var("j")
+    name = f"mma_f32_store_{rows}x{columns}"
+    acc = ImageParam(float32, 2, f"{name}_acc")
+    spec = Func(f"{name}_spec")
+    spec[i, j] = acc[i, j]
+    spec.bound(i, 0, rows).bound(j, 0, columns)
+    tiles = (rows // _MMA, columns // _MMA_N)
+
+    def emit(ctx) -> None:
+        _require_cuda(ctx, call)
+        out, source = ctx.operand(spec.name), _Accumulator(ctx, call, ctx.operand(acc.name),
+                                                           tiles)
+        if not source.in_registers:
+            e = ctx.fresh("e")
+            row, col = f"{e} / {columns}", f"{e} % {columns}"
+            ctx.line(f"for (int {e} = {ctx.lane}; {e} < {rows * columns}; {e} += 32) "
+                     f"{ctx.address(out, row, col)}[0] = {ctx.address(source.op, row, col)}[0];")
+            return
+        g, t = _lane_parts(ctx)
+        known = out.constant_strides[0]
+        pair = "false" if known is not None and known % 2 else " && ".join(
+            [f"((size_t){out.pointer} & 7) == 0",
+             *([f"({out.strides[0]}) % 2 == 0"] if known is None else [])])
+        ctx.line(f"const bool {(aligned := ctx.fresh('pairs'))} = {pair};")
+        for r in range(tiles[0]):
+            for c in range(tiles[1]):
+                values = source.tile(r, c)
+                for h in range(2):  # rows g and g + 8 of the tile
+                    p = ctx.address(out, f"{16 * r + 8 * h} + {g}", f"{8 * c} + 2 * {t}")
+                    lo, hi = (f"{values}[{2 * h + q}]" for q in range(2))
+                    ctx.line(f"if ({aligned}) *(float2*){p} = make_float2({lo}, {hi}); "
+                             f"else {{ {p}[0] = {lo}; {p}[1] = {hi}; }}")
+
+    return Intrinsic(name, spec, emit=emit, scope="warp")
+
+
+_MMA = 16  # the rows of an mma.sync.m16n8k16 tile, and its depth
+_MMA_N = 8  # its columns
+
+
+class _Accumulator:
+    """The accumulator operand of a tensor-core call: a warp array (each lane's part in
+    registers, the layout of `mma.sync`'s accumulators tile by tile: `_warp_index`), or
+    memory, which the call loads into registers of that layout and stores back."""
+
+    def __init__(self, ctx, call: str, op, tiles: tuple[int, int]):
+        self.ctx, self.op, self.tiles = ctx, op, tiles
+        self.in_registers = op.scope == "warp"
+        if self.in_registers:
+            self.base = _warp_index(call, op, tiles)
+        else:
+            self.registers = ctx.fresh("acc")
+
+    def tile(self, r: int, c: int) -> str:
+        """A C pointer to tile (r, c)'s four floats in this lane."""
+        if self.in_registers:
+            return f"({self.op.buffer} + {self.base(r, c)})"
+        return f"{self.registers}[{r}][{c}]"
+
+    def elements(self) -> list[str]:
+        return [f"{self.tile(r, c)}[{q}]" for r in range(self.tiles[0])
+                for c in range(self.tiles[1]) for q in range(4)]
+
+    def _memory(self, r: int, c: int, q: int) -> str:
+        g, t = _lane_parts(self.ctx)
+        return self.ctx.address(self.op, f"{16 * r + 8 * (q >> 1)} + {g}",
+                                f"{8 * c + (q & 1)} + 2 * {t}") + "[0]"
+
+    def load(self) -> None:
+        if self.in_registers:
+            return
+        self.ctx.line(f"float {self.registers}[{self.tiles[0]}][{self.tiles[1]}][4];")
+        for r in range(self.tiles[0]):
+            for c in range(self.tiles[1]):
+                for q in range(4):
+                    self.ctx.line(f"{self.registers}[{r}][{c}][{q}] = {self._memory(r, c, q)};")
+
+    def store(self) -> None:
+        if self.in_registers:
+            return
+        for r in range(self.tiles[0]):
+            for c in range(self.tiles[1]):
+                for q in range(4):
+                    self.ctx.line(f"{self._memory(r, c, q)} = {self.registers}[{r}][{c}][{q}];")
+
+
+def _warp_index(call: str, op, tiles: tuple[int, int]):
+    """For a warp array operand: (r, c) -> the index in each lane's array of the four
+    floats of the call's accumulator tile (r, c). A warp array of R x S floats (S its row
+    length) holds, tile by tile of 16 x 8 (row-major over tiles), the four elements of
+    `mma.sync`'s accumulator layout: lane l, g = l / 4, t = l % 4, holds rows g and g + 8,
+    columns 2t and 2t + 1."""
+    stride, offset, size = op.constant_strides[0], op.constant_offset, op.size
+    if stride is None or offset is None or size is None:
+        raise ScheduleError(f"{call}: its accumulator {op.buffer} is a warp array addressed "
+                            "at an offset that isn't a constant; unroll the loops around "
+                            "the call inside the warp's tile")
+    row, column = divmod(offset, stride)
+    rows = size // stride
+    if stride % _MMA_N or rows % _MMA or row % _MMA or column % _MMA_N:
+        raise ScheduleError(
+            f"{call}: its accumulator {op.buffer} is a warp array of {rows} x {stride} "
+            f"floats addressed at ({row}, {column}); a warp array of tensor-core "
+            f"accumulators needs rows a multiple of {_MMA}, columns of {_MMA_N}, and each "
+            "call's tile at such a multiple")
+
+    def base(r: int, c: int) -> int:
+        return ((row // _MMA + r) * (stride // _MMA_N) + column // _MMA_N + c) * 4
+    return base
+
+
+def _lane_parts(ctx) -> tuple[str, str]:
+    """(g, t): the lane's group of four and its place in it, the coordinates of
+    `mma.sync`'s fragment layouts."""
+    return f"({ctx.lane} >> 2)", f"({ctx.lane} & 3)"
+
+
+def _ldmatrix_condition(op) -> str:
+    """Where `ldmatrix` may read the operand: shared memory, rows a multiple of 16 bytes
+    apart, 16-byte aligned."""
+    if op.scope != "shared" or (op.constant_strides[0] or 8) % 8:
+        return "false"
+    stride = [] if op.constant_strides[0] is not None else [f"({op.strides[0]}) % 8 == 0"]
+    return " && ".join([*stride, f"((size_t){op.pointer} & 15) == 0"])
+
+
+def _ldmatrix(registers: list[str], address: str, trans: bool = False) -> str:
+    """Four 8 x 8 matrices of 16-bit values from shared memory into `registers`, each
+    lane giving the address of one row (`ldmatrix.x4`; transposed: `.trans`)."""
+    outs = ", ".join(f'"=r"({r})' for r in registers)
+    return (f'        asm volatile("ldmatrix.sync.aligned.m8n8.x4{".trans" if trans else ""}'
+            f'.shared.b16 {{%0, %1, %2, %3}}, [%4];" : {outs} : '
+            f'"r"((unsigned)__cvta_generic_to_shared({address})));')
+
+
+def _pair(ctx, op, at: tuple[str, str], step: tuple[int, int]) -> str:
+    """Two float16 elements of `op`, at `at` and one `step` on, as the 32-bit register of
+    a fragment (the first in the low half)."""
+    first = ctx.address(op, *at)
+    second = ctx.address(op, f"{at[0]} + {step[0]}", f"{at[1]} + {step[1]}")
+    return (f"((unsigned)__half_as_ushort({first}[0]) | "
+            f"((unsigned)__half_as_ushort({second}[0]) << 16))")
+
+
+def _mma(acc: str, a: str, b: str) -> str:
+    """acc (four floats) += a (16 x 16) * b (16 x 8), one `mma.sync.m16n8k16`."""
+    return ('        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 '
+            '{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};" : '
+            + ", ".join(f'"+f"({acc}[{q}])' for q in range(4)) + " : "
+            + ", ".join(f'"r"({a}[{q}])' for q in range(4)) + ", "
+            + ", ".join(f'"r"({b}[{q}])' for q in range(2)) + ");")
 
 
 def _require_cuda(ctx, call: str) -> None:
     if ctx.backend != "cuda":
         raise ScheduleError(f"{call}: a tensor-core intrinsic emits CUDA C only; it was "
                             f"asked for the {ctx.backend} backend")
-    if int(ctx.arch.removeprefix("sm_") or 0) < 70:
-        raise ScheduleError(f"{call}: tensor cores need sm_70 or later; the target is "
+    if int(ctx.arch.removeprefix("sm_") or 0) < 80:
+        raise ScheduleError(f"{call}: mma.sync.m16n8k16 needs sm_80 or later; the target is "
                             f"{ctx.arch}")
-
-
-def _wmma_condition(ctx, operands) -> str:
-    """The C condition under which WMMA may load and store every operand: 32-byte
-    aligned, rows a multiple of 16 bytes apart ("false" where lowering knows they aren't)."""
-    ctx.include("mma.h")
-    conditions = []
-    for op in operands:
-        multiple = 16 // op.type.bytes
-        known = op.constant_strides[0]
-        if known is not None and known % multiple:
-            return "false"
-        if known is None:
-            conditions.append(f"({op.strides[0]}) % {multiple} == 0")
-        conditions.append(f"((size_t){op.pointer} & 31) == 0")
-    return " && ".join(conditions)
-
-
-def _fragments(ctx, use: str, element: str, base: str, shape: tuple[int, int],
-               layout: str = "") -> str:
-    """Declares `shape` WMMA fragments; returns their C name."""
-    name = ctx.fresh(base)
-    layout = f", {layout}" if layout else ""
-    ctx.line(f"    nvcuda::wmma::fragment<nvcuda::wmma::{use}, 16, 16, 16, {element}{layout}> "
-             f"{name}[{shape[0]}][{shape[1]}];")
-    return name

@@ -28,7 +28,15 @@ threads when
 
 Then the buffer shrinks to one box (the largest of the accesses') and every index is
 taken relative to the box's start: after unrolling, constants, which keep it in
-registers. Otherwise it's a ScheduleError that says which condition fails. Runs after
+registers. Otherwise it's a ScheduleError that says which condition fails.
+
+Warp arrays: where every access is a warp-scoped tensor call (`halo.intrinsics`'
+tensor-core accumulators), a "thread" of the schedule is a warp, and an access is the
+box of the operand the call's spec touches. The warp's box becomes a "warp" array:
+spread over its 32 lanes, each lane holding the part the intrinsics' layout gives it
+(`backends/cuda/tensor_calls.py`), so a matrix multiply's accumulators stay in the
+lanes' registers across its k loop. Mixing tensor calls and element-by-element access
+(a consumer left untensorized, a tail's loops) is refused. Runs after
 gpu_levels (which allows "local" at block level and leaves the proof here), before
 storage flattening, for GPU targets only.
 """
@@ -39,13 +47,14 @@ from dataclasses import dataclass
 from halo.analysis.interval import Interval, bounds_of_expr
 from halo.analysis.simplify import simplify
 from halo.analysis.upper_bound import constant_upper_bound
-from halo.errors import ScheduleError
+from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import expand_lets, substitute
 from halo.ir.types import int32
 from halo.ir.visitor import FuncAccessMutator, IRMutator, child_nodes, walk
+from halo.lower.bounds_inference import RegionCheck
 from halo.lower.context import LowerContext
 
 _AXES = "xyz"
@@ -53,7 +62,7 @@ _AXES = "xyz"
 
 def block_registers(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     """Each block-level Func stored in "local" memory as per-thread registers."""
-    return _Find().mutate(stmt)
+    return _Find(ctx).mutate(stmt)
 
 
 def _thread(axis: int) -> n.Var:
@@ -64,11 +73,13 @@ def _thread(axis: int) -> n.Var:
 @dataclass(frozen=True)
 class _Access:
     """One access of the buffer: its indices, with the lets inside the storage expanded,
-    and the loops inside the storage around it, outermost first."""
+    and the loops inside the storage around it, outermost first. A warp-scoped tensor
+    call's operand: `extents` it touches from there along each dimension."""
     args: tuple[n.Expr, ...]
     loops: tuple[n.For, ...]
     lets: dict[str, n.Expr]
     write: bool
+    extents: tuple[int, ...] | None = None
 
     def threads(self) -> list[n.For]:
         """Its thread loops, x first."""
@@ -79,7 +90,10 @@ class _Find(IRMutator):
     """Finds Realizes in "local" memory at block level (inside block loops, outside
     thread loops) and makes each private to threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, ctx: LowerContext) -> None:
+        self.ctx = ctx
+        self.lets: dict[str, n.Expr] = {}  # the enclosing lets
+        self.loops: list[n.For] = []  # the enclosing loops
         self.in_block = False
         self.in_threads = False
 
@@ -87,16 +101,60 @@ class _Find(IRMutator):
         outer = self.in_block, self.in_threads
         self.in_block |= loop.kind is n.ForKind.GPU_BLOCK
         self.in_threads |= loop.kind is n.ForKind.GPU_THREAD
+        self.loops.append(loop)
         try:
             return self.mutate_children(loop)
         finally:
             self.in_block, self.in_threads = outer
+            self.loops.pop()
 
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         r = self.mutate_children(r)
         if r.scope != "local" or not self.in_block or self.in_threads:
             return r
-        return _Privatize(r).realize()
+        tails = _WarpTails(r.name, self.lets, self.loops)
+        r = n.Realize(r.name, r.type, r.bounds, tails.mutate(r.body), r.scope)
+        out = _Privatize(r).realize()
+        if tails.checks:
+            if out.scope != "warp":
+                raise InternalError(f"{r.name}: tails dropped for a warp array it isn't")
+            self.ctx.checks.extend(tails.checks)
+        return out
+
+    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
+        outer = self.lets.get(s.name)
+        self.lets[s.name] = s.value  # (expanded when asked: expand_lets is transitive)
+        try:
+            return self.mutate_children(s)
+        finally:
+            if outer is None:
+                del self.lets[s.name]
+            else:
+                self.lets[s.name] = outer
+
+    def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
+        """The copy of a nest for regions smaller than its shift_inwards tiles can't keep
+        a warp array (its tails' loops touch it element by element) where the copy with
+        whole tiles does: those small regions are refused before running."""
+        if not n.is_whole_tiles(s.condition) or s.else_case is None:
+            return self.mutate_children(s)
+        then_case = self.mutate(s.then_case)
+        try:
+            else_case = self.mutate(s.else_case)
+        except ScheduleError:
+            warp = [x.name for x in walk(then_case) if isinstance(x, n.Realize)
+                    and x.scope == "warp"]
+            if not warp:
+                raise
+            checks = _checks(
+                simplify(expand_lets(s.condition.args[0], self.lets)), {}, warp[0],
+                "every shift_inwards tile around it whole, so the region realized must be "
+                "at least a tile along each such dimension", "realize a larger output")
+            if checks is None:
+                raise
+            self.ctx.checks.extend(checks)
+            else_case = None
+        return n.IfThenElse(s.condition, then_case, else_case)
 
 
 class _Privatize:
@@ -118,7 +176,8 @@ class _Privatize:
     def _collect(self, s: n.Stmt, loops: tuple[n.For, ...], lets: dict[str, n.Expr]) -> None:
         name = self.r.name
         kids = child_nodes(s)
-        for e in (k for k in kids if isinstance(k, n.Expr)):  # its own expressions
+        for e in (k for k in kids if isinstance(k, n.Expr) and  # its own expressions
+                  not isinstance(s, n.TensorCall)):  # (whose operands are boxes: below)
             for c in walk(e):
                 if isinstance(c, n.Call) and c.name == name and c.kind is n.CallKind.FUNC:
                     self._add(c.args, loops, lets, write=False)
@@ -126,8 +185,14 @@ class _Privatize:
             case n.Provide(name=p, args=args) if p == name:
                 self._add(args, loops, lets, write=True)
             case n.TensorCall() if any(o.name == name for o in s.operands):
-                raise self._refuse("a tensor intrinsic reads or writes it, across a warp's "
-                                   "lanes")
+                if getattr(s.intrinsic, "scope", "thread") != "warp":
+                    raise self._refuse(f"tensor intrinsic {s.name} reads or writes it")
+                for o, operand in zip(s.operands, s.operand_names, strict=True):
+                    if o.name == name:
+                        extents = _operand_extents(s.intrinsic, operand, len(o.args))
+                        self.accesses.append(_Access(
+                            tuple(expand_lets(a, lets) for a in o.args), loops, lets,
+                            write=operand == s.operand_names[0], extents=extents))
             case n.For(body=body):
                 self._collect(body, (*loops, s), lets)
             case n.LetStmt(name=let, value=value, body=body):
@@ -146,6 +211,16 @@ class _Privatize:
     def realize(self) -> n.Stmt:
         if not self.accesses:
             return self.r
+        warp = [a.extents is not None for a in self.accesses]
+        if any(warp) and not all(warp):
+            raise ScheduleError(
+                f"{self.r.name}.store_in('local'): {self.r.name} is computed at a GPU block "
+                "loop and read or written by warp-scoped tensor intrinsics, which keep it "
+                "spread over a warp's lanes (a warp array), and by code element by element "
+                "too (a consumer that isn't tensorized, or the loops a tail guard keeps for "
+                "tiles the intrinsic can't take); tensorize every access (the copy out with "
+                "halo.intrinsics.mma_f32_store), with tiles that divide the extents or shift "
+                "inwards, or store it in shared memory (leave out store_in)")
         shape = self._thread_shape(self.accesses[0])
         for a in self.accesses[1:]:
             if self._thread_shape(a) != shape:
@@ -167,7 +242,8 @@ class _Privatize:
         self._check_disjoint(starts, sizes, shape)
         body = _Rewrite(self.r.name, starts).mutate(self.r.body)
         bounds = tuple((const(0), const(size)) for size in sizes)
-        return n.Realize(self.r.name, self.r.type, bounds, body, self.r.scope)
+        return n.Realize(self.r.name, self.r.type, bounds, body,
+                         "warp" if all(warp) else self.r.scope)
 
     def _thread_shape(self, a: _Access) -> dict[int, int]:
         """Axis -> the thread loop's constant extent bound, for axes of more than one."""
@@ -200,6 +276,8 @@ class _Privatize:
                                    f"({expr_to_str(arg)})")
             start = _simplified(box.min, ranges)
             size = constant_upper_bound(_simplified(n.Sub(box.max, box.min), ranges))
+            if size is not None and a.extents is not None:
+                size += a.extents[d] - 1
             if size is None:
                 raise self._refuse(f"a thread's part along dimension {d} has no constant "
                                    f"size ({expr_to_str(arg)})")
@@ -237,6 +315,108 @@ class _Privatize:
                 raise self._refuse(f"every thread along {_AXES[axis]} touches the same part")
 
 
+class _WarpTails(IRMutator):
+    """In the Realize of a block-level "local" Func `name`: a warp-scoped tensor call on
+    it under a tile guard, `if whole: call else: loops`, keeps the call only (the loops
+    would touch it element by element, which a warp array can't take), and `checks`
+    gets a check before running that the guard holds for every tile."""
+
+    def __init__(self, name: str, lets: dict[str, n.Expr], loops: list[n.For]):
+        self.name = name
+        self.lets = dict(lets)
+        self.loops = list(loops)
+        self.checks: list[RegionCheck] = []
+
+    def visit_For(self, loop: n.For) -> n.Stmt:
+        self.loops.append(loop)
+        try:
+            return self.mutate_children(loop)
+        finally:
+            self.loops.pop()
+
+    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
+        outer = self.lets.get(s.name)
+        self.lets[s.name] = s.value  # (expanded when asked: expand_lets is transitive)
+        try:
+            return self.mutate_children(s)
+        finally:
+            if outer is None:
+                del self.lets[s.name]
+            else:
+                self.lets[s.name] = outer
+
+    def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
+        call = s.then_case
+        if not (isinstance(call, n.TensorCall) and call.intrinsic.scope == "warp"
+                and any(o.name == self.name for o in call.operands)
+                and s.else_case is not None and self._elementwise(s.else_case)):
+            return self.mutate_children(s)
+        ranges = {}
+        for loop in self.loops:
+            lo = expand_lets(loop.min, self.lets)
+            ranges[loop.name] = Interval(
+                lo, simplify(n.Sub(n.Add(lo, expand_lets(loop.extent, self.lets)), const(1))))
+        checks = _checks(simplify(expand_lets(s.condition, self.lets)), ranges, self.name,
+                         f"every call of {call.name} on a whole tile", "make the extents "
+                         "multiples of the tiles (a reduction's too: pad it)")
+        if checks is None:
+            return s  # element by element after all: _Privatize refuses it
+        self.checks += checks
+        return call
+
+    def _elementwise(self, s: n.Stmt) -> bool:
+        return any(isinstance(x, (n.Provide, n.Call)) and x.name == self.name
+                   for x in walk(s))
+
+
+def _checks(condition: n.Expr, ranges: dict[str, Interval], name: str, needs: str,
+            instead: str) -> list[RegionCheck] | None:
+    """Checks before running that `condition` (comparisons `a <= b` or `a < b`, joined
+    by and) holds for every value of the loop variables in `ranges`: that the largest
+    `a - b` is at most 0 (less than 0), as a range [d, d] that must lie in [d - 1, 0].
+    None where halo can't bound it."""
+    if isinstance(condition, n.And):
+        a, b = (_checks(c, ranges, name, needs, instead) for c in (condition.a, condition.b))
+        return None if a is None or b is None else [*a, *b]
+    if not isinstance(condition, (n.LE, n.LT)):
+        return None
+    slack = const(1 if isinstance(condition, n.LT) else 0)
+    largest = bounds_of_expr(n.Add(n.Sub(condition.a, condition.b), slack), ranges).max
+    if largest is None:
+        return None
+    largest = simplify(largest)
+    if isinstance(largest, n.Const) and largest.value <= 0:
+        return []  # it always holds
+    why = (f"the schedule keeps {name} in the registers of its warps (a warp array), which "
+           f"needs {needs}: {expr_to_str(condition)} fails for these sizes; {instead}, or "
+           f"store {name} in shared memory (leave out store_in('local'))")
+    return [RegionCheck(name, 0, largest, largest, simplify(n.Sub(largest, const(1))),
+                        simplify(n.Sub(const(2), largest)), "whole tiles", why=why)]
+
+
+def _operand_extents(intrinsic, operand: str, rank: int) -> tuple[int, ...]:
+    """How far from its element at the spec's coordinates zero a tensor call touches its
+    operand `operand`, along each of the buffer's `rank` dimensions (the spec's are the
+    last ones): the spec's shape for its output, the range its definitions read else."""
+    spec = intrinsic.spec
+    if operand == spec.name:
+        shape = intrinsic.shape
+    else:
+        ranges = {v.name: Interval(const(0), const(e - 1))
+                  for v, e in zip(spec.args, intrinsic.shape, strict=True)}
+        for d in spec.definitions:
+            if d.rdom is not None:
+                ranges.update({r.name: Interval(r.min.node, const(r.min.node.value +
+                                                                  r.extent.node.value - 1))
+                               for r in d.rdom.rvars})
+        reads = [x for d in spec.definitions for x in walk(d.value)
+                 if isinstance(x, n.Call) and x.name == operand]
+        shape = tuple(1 + max(constant_upper_bound(simplify(bounds_of_expr(arg, ranges).max))
+                              for arg in args)
+                      for args in zip(*(c.args for c in reads), strict=True))
+    return (1,) * (rank - len(shape)) + tuple(shape)
+
+
 def _linear_step(start: n.Expr, axis: int, shape: dict[int, int]) -> int | None:
     """The constant by which `start` grows per thread along `axis` (0 if it doesn't
     depend on it), or None if it isn't linear in it."""
@@ -267,11 +447,15 @@ class _Rewrite(FuncAccessMutator):
             self.loops.pop()
 
     def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
-        self.lets[s.name] = expand_lets(s.value, self.lets)
+        outer = self.lets.get(s.name)
+        self.lets[s.name] = s.value  # (expanded when asked: expand_lets is transitive)
         try:
             return self.mutate_children(s)
         finally:
-            del self.lets[s.name]
+            if outer is None:
+                del self.lets[s.name]
+            else:
+                self.lets[s.name] = outer
 
     def coordinates(self, args: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
         threads = [loop for loop in reversed(self.loops) if loop.kind is n.ForKind.GPU_THREAD]

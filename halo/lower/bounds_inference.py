@@ -36,7 +36,8 @@ from halo.schedule.records import PlacementKind
 @dataclass(frozen=True)
 class RegionCheck:
     """Before running: the range [lo, hi] that dimension `dim` of `name` is accessed in
-    must lie inside [min, min + extent). `what` is "input", "output" or "bound"."""
+    must lie inside [min, min + extent). `what` is "input", "output", "bound", or
+    "whole tiles" (a schedule that needs its tiles whole: `why` says which and why)."""
     name: str
     dim: int
     lo: n.Expr
@@ -45,6 +46,7 @@ class RegionCheck:
     extent: n.Expr
     what: str
     when: n.Expr | None = None  # checked only when this holds (a specialization's branch)
+    why: str = ""
 
 
 def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
@@ -393,6 +395,8 @@ def describe(check: RegionCheck, lo: int, hi: int, lo_ok: int, extent: int) -> B
     from halo.errors import input_bounds_error
     if check.what == "input":
         return input_bounds_error(check.name, check.dim, lo, hi, extent)
+    if check.what == "whole tiles":
+        return BoundsError(check.why)
     if check.what == "bound":
         return BoundsError(
             f"{check.name}.bound(...) fixes dimension {check.dim} to [{lo_ok}, "

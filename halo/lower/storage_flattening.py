@@ -21,7 +21,8 @@ Allocate/Store/Load with a flat element index  sum((c_i - min_i) * stride_i).
     past a megabyte, looser than what runs, is dropped for the same run-time size, and a
     constant size past it goes on the heap (a thread's stack is a few megabytes). On a GPU
     target, "stack" means a thread's registers and "shared" (a GPU block's shared memory,
-    which `gpu_levels` chose) keeps its scope; both need a constant upper bound. A shared
+    which `gpu_levels` chose) keeps its scope, and so does a warp array ("warp", which
+    `block_registers` made); they need a constant upper bound. A shared
     buffer's rows of a multiple of 32 bytes are padded by 16 bytes (`_padded_rows`:
     no bank conflicts down a column or in a tensor-core tile).
 """
@@ -146,7 +147,7 @@ class _Flatten(IRMutator):
         extents = [simplify(ext) for _, ext in r.bounds]
         host = self.ctx.target.kind is not TargetKind.CUDA
         shared = r.scope == "shared" and not host
-        on_stack = r.scope in ("stack", "local")
+        on_stack = r.scope in ("stack", "local", "warp")
         if on_stack or shared:
             bounded = [self._stack_extent(r, i, ext) for i, ext in enumerate(extents)]
             # A constant bound far above what runs (a clamp the bound can't see through)
@@ -177,8 +178,8 @@ class _Flatten(IRMutator):
         self.mins[r.name] = tuple(lo for lo, _ in r.bounds)
         self.strides[r.name] = tuple(strides)
         body = self.mutate(r.body)
-        if shared:
-            scope = "shared"
+        if shared or r.scope == "warp":  # a warp array: block_registers.py
+            scope = r.scope
         elif on_stack:
             huge = host and _bytes([size], r.type) > _LARGE_STACK_BYTES
             scope = "heap" if huge else "stack"

@@ -111,11 +111,44 @@ def test_conv_relu(batch, ci, co, h, w, schedule):
                          ids=["64x64x64", "64x128x32", "64x64x32", "warps32x64"])
 @pytest.mark.parametrize(("n", "k", "m"), [(64, 32, 64), (97, 80, 131), (70, 45, 200),
                                            (1, 16, 1)])
-def test_matmul_tensor_core(n, k, m, sizes):
-    """Whole tiles, tiles shifted inwards, a k tail that lane 0 computes, C smaller than
-    a block; against the reference (float32 sums of float16 products) and PyTorch."""
+def test_matmul_tensor_core_shared(n, k, m, sizes):
+    """Accumulators in shared memory: whole tiles, tiles shifted inwards, a k tail that
+    lane 0 computes, C smaller than a block; against the reference (float32 sums of
+    float16 products) and PyTorch."""
     A, B, C, funcs = matmul.algorithm_fp16()
+    matmul.gpu_schedule_tensor_core_shared(funcs, **sizes)
+    _check_fp16_matmul(A, B, C, n, k, m)
+
+
+@pytest.mark.parametrize("sizes", [{}, {"warp": (64, 64)}, {"block": (64, 128),
+                                                              "warp": (32, 32)},
+                                   {"depth": 16, "stages": 1}],
+                         ids=["128x128-64x32", "warps64x64", "64x128-32x32", "k16-1stage"])
+@pytest.mark.parametrize(("n", "k", "m", "padded"), [
+    (128, 64, 128, False), (131, 64, 257, False), (131, 45, 257, True), (300, 1, 129, True)])
+def test_matmul_tensor_core_in_registers(n, k, m, padded, sizes):
+    """Accumulators in the warps' registers (a warp array): whole tiles, tiles shifted
+    inwards, k of whole steps, or padded to them (k = 1 too)."""
+    depth = sizes.get("depth", 32)
+    A, B, C, funcs = matmul.algorithm_fp16(k_step=depth if padded else None)
     matmul.gpu_schedule_tensor_core(funcs, **sizes)
+    _check_fp16_matmul(A, B, C, n, k, m)
+
+
+@pytest.mark.parametrize(("n", "k", "m", "needs"), [
+    (100, 32, 200, "every shift_inwards tile around it whole"),
+    (128, 45, 128, "every call of mma_f16_f32_64x32x32 on a whole tile")])
+def test_sizes_the_register_tiles_cant_take_are_refused_before_running(n, k, m, needs):
+    A, B, C, funcs = matmul.algorithm_fp16()
+    matmul.gpu_schedule_tensor_core(funcs)
+    a, b = np.ones((n, k), np.float16), np.ones((k, m), np.float16)
+    with pytest.raises(halo.BoundsError, match=r"the schedule keeps C_local in the registers "
+                                               r"of its warps \(a warp array\), which needs "
+                                               + needs):
+        C.realize((n, m), inputs={A: a, B: b}, target="cuda")
+
+
+def _check_fp16_matmul(A, B, C, n, k, m):
     a = (RNG.random((n, k)) - 0.5).astype(np.float16)
     b = (RNG.random((k, m)) - 0.5).astype(np.float16)
     inputs = {A: a, B: b}

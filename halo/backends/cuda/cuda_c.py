@@ -25,6 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from halo.analysis.simplify import simplify
 from halo.backends.cuda import vectors
 from halo.backends.cuda.tensor_calls import CudaContext, CudaOperand, emit_tensor_call
 from halo.errors import InternalError, ScheduleError
@@ -198,6 +199,7 @@ class _Emitter:
         self.arch = arch
         self.includes: list[str] = []
         self.scopes: dict[str, str] = {}  # buffers allocated in the kernel: their memory
+        self.sizes: dict[str, int] = {}  # warp arrays: the elements of the whole warp's
         self.fresh_names = 0
         self.block_axes = block_axes  # how deep the block loops nest
         self.block_depth = 0
@@ -322,9 +324,12 @@ class _Emitter:
                         self.open("")
                     self.declared[-1][name] = None
                     # (at least one element: C has no zero-sized arrays; an empty region
-                    # is never read)
-                    self.line(f"{c_type(t)} {c}[{max(int(size.value), 1)}];")
-                    self.scopes[name] = "local"
+                    # is never read). A warp array: each lane its 32nd (tensor_calls.py).
+                    count = int(size.value)
+                    if scope == "warp":
+                        count, self.sizes[name] = -(-count // 32), count
+                    self.line(f"{c_type(t)} {c}[{max(count, 1)}];")
+                    self.scopes[name] = "warp" if scope == "warp" else "local"
                 self._stmt(body)
             case n.Evaluate(value=n.Call(name=name)) if name == SYNC_THREADS:
                 self.line("__syncthreads();")
@@ -377,12 +382,15 @@ class _Emitter:
                 raise InternalError(f"tensor call {call.name}: operand {name} is not flat")
             spec_strides = strides[len(strides) - call.intrinsic.operand_rank(name):]
             buffer = self.names(element.name)
+            scope = self.scopes.get(element.name, "global")
+            index = simplify(element.index)
             operands.append(CudaOperand(
-                name, buffer, element.type, c_type(element.type),
-                self.scopes.get(element.name, "global"),
-                f"({buffer} + {_strip(self.expr(element.index))})",
+                name, buffer, element.type, c_type(element.type), scope,
+                f"({buffer} + {_strip(self.expr(index))})",
                 tuple(_strip(self.expr(x)) for x in spec_strides),
-                tuple(int(x.value) if isinstance(x, n.Const) else None for x in spec_strides)))
+                tuple(int(x.value) if isinstance(x, n.Const) else None for x in spec_strides),
+                int(index.value) if scope == "warp" and isinstance(index, n.Const) else None,
+                self.sizes.get(element.name)))
         ctx = CudaContext(call.name, call.part, operands, self.arch,
                           "((int)threadIdx.x & 31)" if warp else "0", self._fresh)
         emit_tensor_call(call.intrinsic.emitter(call.part), ctx)

@@ -98,7 +98,8 @@ def _kernel(name: str, loop: n.For) -> DeviceKernel:
             var_types.setdefault(x.name, x.type)
     # The block loops' mins and extents are evaluated in the kernel and on the host.
     scalars = sorted(free_vars(loop) - set(buffers))
-    written = {x.name for x in walk(loop) if isinstance(x, n.Store)}
+    written = {x.name for x in walk(loop) if isinstance(x, n.Store)} | {
+        x.operands[0].name for x in walk(loop) if isinstance(x, n.TensorCall)}  # its output
     params = (*(KernelParam(b, t, True, b not in written) for b, t in sorted(buffers.items())),
               *(KernelParam(s, var_types.get(s, int32), False) for s in scalars))
     grid = tuple(copies[0].extent for copies in reversed(depths))

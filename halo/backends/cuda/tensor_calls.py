@@ -18,11 +18,16 @@ c1, ...)` is a C pointer expression to the element the spec calls `op[c0, c1, ..
 or C expressions), `op.pointer` the one at coordinates zero; its strides (in elements, the
 last dimension's always 1) are `op.strides` (C expressions) and `op.constant_strides`
 (Python ints where lowering knows them, else None); `op.scope` is the memory it lives in
-("global", "shared" or "local"). The lines of one call are a C block of their own, so
-declarations don't leak. A warp-scoped intrinsic's code runs on the 32 lanes of a warp
-together (`ctx.lane` is the lane's index), with a `__syncwarp()` before and after it; a
-thread-scoped one on one thread. The emitter must read and write only the elements the
-spec reads and writes, and do exactly what the spec says: tensorize trusts it.
+("global", "shared", "local", or "warp"). A warp array (`lower/block_registers.py`) is a
+buffer only warp-scoped calls access, spread over the warp's lanes: each lane declares
+`op.size / 32` elements of it as `op.buffer`, and the intrinsics that access it agree on
+which lane holds which element; `op.constant_offset` is the element, in the warp's
+row-major array of `op.size`, at the spec's coordinates zero. The lines of one call are
+a C block of their own, so declarations don't leak. A warp-scoped intrinsic's code runs on
+the 32 lanes of a warp together (`ctx.lane` is the lane's index), with a `__syncwarp()`
+before and after it; a thread-scoped one on one thread. The emitter must read and write
+only the elements the spec reads and writes, and do exactly what the spec says: tensorize
+trusts it.
 """
 from __future__ import annotations
 
@@ -38,7 +43,7 @@ class CudaOperand:
     """One buffer of the spec: `name` in the spec, `buffer` its C array, its element
     `type` and `c_type`, the memory `scope` it lives in, a pointer to its element at the
     spec's coordinates zero, and its strides along the spec's dimensions, outermost
-    first."""
+    first (for a warp array, also where the call's tile is in it, and its size)."""
     name: str
     buffer: str
     type: Type
@@ -47,6 +52,8 @@ class CudaOperand:
     pointer: str
     strides: tuple[str, ...]
     constant_strides: tuple[int | None, ...]
+    constant_offset: int | None = None  # warp arrays: see the module
+    size: int | None = None  # warp arrays: elements in the warp's whole array
 
     @property
     def rank(self) -> int:

@@ -1,8 +1,9 @@
 """Tensorize on the CUDA target, with no GPU: warp-scoped intrinsics get their lanes, the
 CUDA emission interface (CudaContext), halo.intrinsics.mma_f16_f32's CUDA C compiling to
 PTX with tensor-core instructions (nvcc -ptx -arch=sm_90, skipped without nvcc), shared
-memory layout, and every refusal with its message. Correctness on a GPU is in
-tests/gpu/test_app_schedules.py."""
+memory layout, accumulators in a warp array (lower/block_registers.py) and the checks
+before running that the sizes it can't take need, and every refusal with its message.
+Correctness on a GPU is in tests/gpu/test_app_schedules.py."""
 from __future__ import annotations
 
 import re
@@ -24,7 +25,15 @@ NVCC = shutil.which("nvcc")
 
 
 def tensor_core_matmul(**sizes):
+    """The fp16 matmul with its accumulators in shared memory."""
     A, B, C, funcs = matmul.algorithm_fp16()
+    matmul.gpu_schedule_tensor_core_shared(funcs, **sizes)
+    return C, funcs
+
+
+def register_tensor_core_matmul(k_step=None, **sizes):
+    """The fp16 matmul with its accumulators in the warps' registers."""
+    A, B, C, funcs = matmul.algorithm_fp16(k_step=k_step)
     matmul.gpu_schedule_tensor_core(funcs, **sizes)
     return C, funcs
 
@@ -67,12 +76,61 @@ def test_what_the_warp_runs_besides_the_call_runs_on_lane_0():
         assert any(isinstance(x, n.Store) for x in walk(g.then_case))
 
 
-def test_the_cuda_c_holds_wmma_fragments_and_warp_barriers():
+def test_the_cuda_c_holds_mma_instructions_and_warp_barriers():
     C, _ = tensor_core_matmul()
     text = source(C)
-    assert "#include <mma.h>" in text
-    assert "nvcuda::wmma::mma_sync" in text and "nvcuda::wmma::fill_fragment" in text
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in text
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in text
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in text
     assert "__syncwarp();" in text
+
+
+def test_accumulators_a_warp_array_and_the_tails_it_cant_take_refused_before_running():
+    """C_local, stored at the block loop and touched only by warp-scoped calls, becomes a
+    warp array: one warp's 64 x 32 tile, 64 floats a lane; the copy of the nest for C
+    smaller than a block and the loops for a k tail (which would touch it element by
+    element) are gone, and the sizes they were for are checks before running."""
+    C, _ = register_tensor_core_matmul()
+    lowered = C.lower(CUDA)
+    arrays = [x for x in walk(lowered.stmt) if isinstance(x, n.Allocate) and x.scope == "warp"]
+    assert arrays and {(a.name, a.size) for a in arrays} == {("C_local", n.const(64 * 32))}
+    for a in arrays:
+        calls = [x for x in walk(a.body) if isinstance(x, n.TensorCall)]
+        addresses = {id(y) for c in calls for o in c.operands for y in walk(o)}
+        assert not any(isinstance(x, (n.Load, n.Store)) and x.name == "C_local"
+                       and id(x) not in addresses for x in walk(a.body))
+        assert {x.name for x in walk(a.body) if isinstance(x, n.TensorCall)} == {
+            "mma_f16_f32_64x32x32", "mma_f32_store_64x32"}
+    from halo.runtime.host_checks import compile_checks
+    run = compile_checks(lowered.checks)
+    sizes = {"A.extent.0": 300, "A.extent.1": 64, "B.extent.0": 64, "B.extent.1": 130,
+             "C.min.0": 0, "C.min.1": 0, "C.extent.0": 300, "C.extent.1": 130}
+    assert run(sizes) is None
+    for bad in ({"A.extent.1": 45, "B.extent.0": 45}, {"C.extent.1": 127, "B.extent.1": 127}):
+        failed = run({**sizes, **bad})
+        assert failed is not None and failed[0].what == "whole tiles"
+    text = source(C)
+    assert re.search(r"\bfloat C_local\[64\];", text)
+
+
+def test_a_warp_array_read_element_by_element_is_refused():
+    A, B, C, funcs = matmul.algorithm_fp16()
+    i, j = C.args
+    io, jo, ii, ji, wi, wj, ti, tj, ko, ki, r, tx = halo.vars(
+        "io jo ii ji wi wj ti tj ko ki r tx")
+    mma = intrinsics.mma_f16_f32(32, 32, 32)
+    acc = C.cache_write("local")
+    C.tile(i, j, io, jo, ii, ji, 64, 64).gpu_blocks(io, jo).split(ji, r, tx, 32)
+    C.gpu_threads(tx)  # an element-by-element copy out
+    acc.compute_at(C, jo).tile(i, j, wi, wj, ti, tj, 32, 32).gpu_threads(wi, wj)
+    acc.tensorize(ti, mma)
+    acc.update(0).split(funcs["k"], ko, ki, 32).tile(i, j, wi, wj, ti, tj, 32, 32) \
+        .reorder(ko, wi, wj, ti, tj, ki).gpu_threads(wi, wj).tensorize(ti, mma)
+    text = message(lambda: C.lower(CUDA))
+    assert "C_local.store_in('local'): C_local is computed at a GPU block loop and read or " \
+           "written by warp-scoped tensor intrinsics, which keep it spread over a warp's " \
+           "lanes (a warp array), and by code element by element too" in text
+    assert "halo.intrinsics.mma_f32_store" in text
 
 
 def test_shared_buffers_are_declared_once_per_kernel_and_rows_padded():
@@ -106,12 +164,33 @@ def test_the_tensor_core_matmul_compiles_to_ptx_with_mma_instructions(tmp_path, 
     block = sizes.get("block", (64, 64))
     # one mma per 16 x 16 x 16 of a warp's 32 x 32 tile and of the call's depth, in each
     # of the kernels the block loops were partitioned into
-    per_call = 2 * 2 * depth // 16
-    count = ptx.count("wmma.mma.sync.aligned")
+    per_call = 2 * 4 * depth // 16  # m16n8k16: 2 x 4 of them a 32 x 32 tile, each k16
+    count = ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
     assert count and count % per_call == 0, count
-    assert "wmma.load.a.sync.aligned.row.m16n16k16.shared.f16" in ptx
-    assert "wmma.store.d.sync.aligned.row.m16n16k16.shared.f32" in ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
     assert block
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("sizes", [{}, {"warp": (64, 64)}, {"depth": 16, "stages": 3}],
+                         ids=["128x128-64x32", "warps64x64", "k16-3stages"])
+def test_the_register_tensor_core_matmul_keeps_its_accumulators_in_registers(tmp_path, sizes):
+    """No local memory in the PTX: the warp array's indices are constants, so its 64 (or
+    128) floats a lane are registers; the panels are copied with cp.async."""
+    C, _ = register_tensor_core_matmul(**sizes)
+    path = tmp_path / "tc.cu"
+    path.write_text(PRELUDE + source(C))
+    result = subprocess.run([NVCC, "-ptx", "-arch=sm_90", str(path), "-o",
+                             str(tmp_path / "tc.ptx")], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    ptx = (tmp_path / "tc.ptx").read_text()
+    assert ".local" not in ptx
+    assert "cp.async.cg.shared.global" in ptx
+    warp = sizes.get("warp", (64, 32))
+    per_call = (warp[0] // 16) * (warp[1] // 8) * sizes.get("depth", 32) // 16
+    count = ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+    assert count and count % per_call == 0, count
 
 
 # ------------------------------------------------------------------ the interface
@@ -295,7 +374,10 @@ def test_a_block_whose_width_is_not_a_multiple_of_32_is_refused():
 def test_mma_f16_f32_shapes_and_scope_are_checked():
     assert message(lambda: intrinsics.mma_f16_f32(24, 32, 32), halo.DefinitionError) == (
         "halo.intrinsics.mma_f16_f32(24, 32, 32): rows must be a multiple of 16, the side "
-        "of a WMMA fragment")
+        "of a tensor-core tile")
+    assert message(lambda: intrinsics.mma_f32_store(32, 12), halo.DefinitionError) == (
+        "halo.intrinsics.mma_f32_store(32, 12): rows must be a multiple of 16 and columns "
+        "of 8, a tensor-core accumulator tile")
     i = halo.Var("i")
     spec = halo.Func("scoped_spec")
     spec[i] = 0
@@ -322,10 +404,13 @@ def test_a_host_intrinsic_on_the_cuda_target_fails_clearly():
            "AttributeError(" in message(lambda: out.compile(target=CUDA))
 
 
-def test_the_tensor_core_schedule_prints_as_halo_source():
+def test_the_tensor_core_schedules_print_as_halo_source():
     C, _ = tensor_core_matmul()
+    assert halo.schedule_source(C).count(".tensorize(ti, mma_f16_f32_32x32x64)") == 2
+    C, _ = register_tensor_core_matmul()
     text = halo.schedule_source(C)
-    assert text.count(".tensorize(ti, mma_f16_f32_32x32x64)") == 2
+    assert text.count(".tensorize(ti, mma_f16_f32_64x32x32)") == 2
+    assert text.count(".tensorize(ti, mma_f32_store_64x32)") == 1
 
 
 def test_a_host_intrinsic_of_halo_refuses_the_cuda_backend():
