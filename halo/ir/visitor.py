@@ -101,6 +101,34 @@ class IRMutator:
         return child
 
 
+class ScopedMutator(IRMutator):
+    """A mutator that knows the loops around the node it visits (`loops`, outermost
+    first) and the lets (`lets`, by name, as written: `expand_lets` expands them)."""
+
+    def __init__(self, loops: list[n.For] | None = None,
+                 lets: dict[str, Expr] | None = None):
+        self.loops: list[n.For] = list(loops or [])
+        self.lets: dict[str, Expr] = dict(lets or {})
+
+    def visit_For(self, loop: n.For) -> Stmt:
+        self.loops.append(loop)
+        try:
+            return self.mutate_children(loop)
+        finally:
+            self.loops.pop()
+
+    def visit_LetStmt(self, s: n.LetStmt) -> Stmt:
+        outer = self.lets.get(s.name)
+        self.lets[s.name] = s.value
+        try:
+            return self.mutate_children(s)
+        finally:
+            if outer is None:
+                del self.lets[s.name]
+            else:
+                self.lets[s.name] = outer
+
+
 class FuncAccessMutator(IRMutator):
     """Rewrites the coordinates of every Provide to, and Func call of, the Func `name`
     (after their children): subclasses say how in `coordinates`."""

@@ -53,7 +53,7 @@ from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import expand_lets, substitute
 from halo.ir.types import int32
-from halo.ir.visitor import FuncAccessMutator, IRMutator, child_nodes, walk
+from halo.ir.visitor import FuncAccessMutator, ScopedMutator, child_nodes, walk
 from halo.lower.bounds_inference import RegionCheck
 from halo.lower.context import LowerContext
 
@@ -86,14 +86,13 @@ class _Access:
         return [loop for loop in reversed(self.loops) if loop.kind is n.ForKind.GPU_THREAD]
 
 
-class _Find(IRMutator):
+class _Find(ScopedMutator):
     """Finds Realizes in "local" memory at block level (inside block loops, outside
     thread loops) and makes each private to threads."""
 
     def __init__(self, ctx: LowerContext) -> None:
+        super().__init__()
         self.ctx = ctx
-        self.lets: dict[str, n.Expr] = {}  # the enclosing lets
-        self.loops: list[n.For] = []  # the enclosing loops
         self.in_block = False
         self.in_threads = False
 
@@ -101,12 +100,10 @@ class _Find(IRMutator):
         outer = self.in_block, self.in_threads
         self.in_block |= loop.kind is n.ForKind.GPU_BLOCK
         self.in_threads |= loop.kind is n.ForKind.GPU_THREAD
-        self.loops.append(loop)
         try:
-            return self.mutate_children(loop)
+            return super().visit_For(loop)
         finally:
             self.in_block, self.in_threads = outer
-            self.loops.pop()
 
     def visit_Realize(self, r: n.Realize) -> n.Stmt:
         r = self.mutate_children(r)
@@ -120,17 +117,6 @@ class _Find(IRMutator):
                 raise InternalError(f"{r.name}: tails dropped for a warp array it isn't")
             self.ctx.checks.extend(tails.checks)
         return out
-
-    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
-        outer = self.lets.get(s.name)
-        self.lets[s.name] = s.value  # (expanded when asked: expand_lets is transitive)
-        try:
-            return self.mutate_children(s)
-        finally:
-            if outer is None:
-                del self.lets[s.name]
-            else:
-                self.lets[s.name] = outer
 
     def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
         """The copy of a nest for regions smaller than its shift_inwards tiles can't keep
@@ -315,35 +301,16 @@ class _Privatize:
                 raise self._refuse(f"every thread along {_AXES[axis]} touches the same part")
 
 
-class _WarpTails(IRMutator):
+class _WarpTails(ScopedMutator):
     """In the Realize of a block-level "local" Func `name`: a warp-scoped tensor call on
     it under a tile guard, `if whole: call else: loops`, keeps the call only (the loops
     would touch it element by element, which a warp array can't take), and `checks`
     gets a check before running that the guard holds for every tile."""
 
     def __init__(self, name: str, lets: dict[str, n.Expr], loops: list[n.For]):
+        super().__init__(loops, lets)
         self.name = name
-        self.lets = dict(lets)
-        self.loops = list(loops)
         self.checks: list[RegionCheck] = []
-
-    def visit_For(self, loop: n.For) -> n.Stmt:
-        self.loops.append(loop)
-        try:
-            return self.mutate_children(loop)
-        finally:
-            self.loops.pop()
-
-    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
-        outer = self.lets.get(s.name)
-        self.lets[s.name] = s.value  # (expanded when asked: expand_lets is transitive)
-        try:
-            return self.mutate_children(s)
-        finally:
-            if outer is None:
-                del self.lets[s.name]
-            else:
-                self.lets[s.name] = outer
 
     def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
         call = s.then_case
@@ -430,32 +397,13 @@ def _linear_step(start: n.Expr, axis: int, shape: dict[int, int]) -> int | None:
     return int(step.value) if rest == const(0) else None
 
 
-class _Rewrite(FuncAccessMutator):
+class _Rewrite(FuncAccessMutator, ScopedMutator):
     """Every access of the buffer relative to its thread's part (the proof's starts,
     with the thread indices of the access's own loops)."""
 
     def __init__(self, name: str, starts: list[n.Expr]):
+        super().__init__()
         self.name, self.starts = name, starts
-        self.loops: list[n.For] = []
-        self.lets: dict[str, n.Expr] = {}
-
-    def visit_For(self, loop: n.For) -> n.Stmt:
-        self.loops.append(loop)
-        try:
-            return self.mutate_children(loop)
-        finally:
-            self.loops.pop()
-
-    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
-        outer = self.lets.get(s.name)
-        self.lets[s.name] = s.value  # (expanded when asked: expand_lets is transitive)
-        try:
-            return self.mutate_children(s)
-        finally:
-            if outer is None:
-                del self.lets[s.name]
-            else:
-                self.lets[s.name] = outer
 
     def coordinates(self, args: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:
         threads = [loop for loop in reversed(self.loops) if loop.kind is n.ForKind.GPU_THREAD]

@@ -40,7 +40,7 @@ from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import expand_lets, substitute, var_names, without_promises
 from halo.ir.types import Type
-from halo.ir.visitor import IRMutator, child_nodes, walk
+from halo.ir.visitor import ScopedMutator, child_nodes, walk
 from halo.lower.context import LowerContext
 from halo.schedule.conditions import condition_text
 from halo.schedule.records import StageSchedule, Tensorize, stage_label
@@ -124,13 +124,12 @@ class _Nest:
                     return nest
 
 
-class _Tensorize(IRMutator):
+class _Tensorize(ScopedMutator):
     def __init__(self, ctx: LowerContext, sites: dict[tuple[str, str, str], list[_Site]]):
+        super().__init__()
         self.ctx = ctx
         self.sites = sites
         self.vectorized: list[str] = []  # enclosing vectorized loops, by label
-        self.loops: list[n.For] = []  # the enclosing loops
-        self.lets: dict[str, n.Expr] = {}  # the enclosing lets
         self.facts: list[n.Expr] = []  # the conditions of the enclosing then-branches
 
     def visit_For(self, loop: n.For) -> n.Stmt:
@@ -142,11 +141,9 @@ class _Tensorize(IRMutator):
         vector = loop.kind is n.ForKind.VECTORIZED
         if vector:
             self.vectorized.append(self.ctx.loop_labels.get(loop.name, loop.name))
-        self.loops.append(loop)
         try:
-            return self.mutate_children(loop)
+            return super().visit_For(loop)
         finally:
-            self.loops.pop()
             if vector:
                 self.vectorized.pop()
 
@@ -217,17 +214,6 @@ class _Tensorize(IRMutator):
 
     # What holds around a nest, so a guard that always holds there leaves no loops for
     # the tiles the call can't take (a warp array can't have them: block_registers.py).
-
-    def visit_LetStmt(self, s: n.LetStmt) -> n.Stmt:
-        outer = self.lets.get(s.name)
-        self.lets[s.name] = s.value  # (expanded when asked: expand_lets is transitive)
-        try:
-            return self.mutate_children(s)
-        finally:
-            if outer is None:
-                del self.lets[s.name]
-            else:
-                self.lets[s.name] = outer
 
     def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
         self.facts.append(s.condition)

@@ -100,7 +100,7 @@ def test_accumulators_a_warp_array_and_the_tails_it_cant_take_refused_before_run
         assert not any(isinstance(x, (n.Load, n.Store)) and x.name == "C_local"
                        and id(x) not in addresses for x in walk(a.body))
         assert {x.name for x in walk(a.body) if isinstance(x, n.TensorCall)} == {
-            "mma_f16_f32_64x32x32", "mma_f32_store_64x32"}
+            "mma_f16_f32_64x32x64", "mma_f32_store_64x32"}
     from halo.runtime.host_checks import compile_checks
     run = compile_checks(lowered.checks)
     sizes = {"A.extent.0": 300, "A.extent.1": 64, "B.extent.0": 64, "B.extent.1": 130,
@@ -111,6 +111,27 @@ def test_accumulators_a_warp_array_and_the_tails_it_cant_take_refused_before_run
         assert failed is not None and failed[0].what == "whole tiles"
     text = source(C)
     assert re.search(r"\bfloat C_local\[64\];", text)
+
+
+def test_a_kernel_past_48_kb_of_shared_memory_takes_it_at_launch():
+    """3 stages of 128 x 64 and 64 x 128 panels (rows padded) are 105 KB: one dynamic
+    shared array, the panels at aligned offsets in it, its size the launch's; 2 stages of
+    steps of 32 fit in 48 KB, declared as arrays; past the architecture's most, refused."""
+    C, _ = register_tensor_core_matmul()
+    kernels = C.compile(target=CUDA).function.kernels
+    assert {k.dynamic_shared for k in kernels} == {3 * (128 * 72 + 64 * 136) * 2}
+    text = source(C)
+    assert "extern __shared__ __align__(128) unsigned char halo_shared[];" in text
+    assert "__half* const A_shared = (__half*)(halo_shared + 0);" in text
+    assert f"__half* const B_shared = (__half*)(halo_shared + {3 * 128 * 72 * 2});" in text
+    small, _ = register_tensor_core_matmul(depth=32, stages=2)
+    assert {k.dynamic_shared for k in small.compile(target=CUDA).function.kernels} == {0}
+    assert "__shared__ __align__(128) __half A_shared[" in source(small)
+    big, _ = register_tensor_core_matmul(block=(256, 128), warp=(64, 64), stages=5)
+    assert f"its GPU blocks would use {5 * (256 * 72 + 64 * 136) * 2} bytes" in message(
+        lambda: big.compile(target=CUDA))
+    assert "more than the 232448 a block may hold on this GPU" in message(
+        lambda: big.compile(target=CUDA))
 
 
 def test_a_warp_array_read_element_by_element_is_refused():
@@ -153,44 +174,41 @@ def test_shared_buffers_are_declared_once_per_kernel_and_rows_padded():
                          ids=["64x64x64", "64x128x32", "64x64x32"])
 def test_the_tensor_core_matmul_compiles_to_ptx_with_mma_instructions(tmp_path, sizes):
     C, _ = tensor_core_matmul(**sizes)
-    path = tmp_path / "tc.cu"
-    path.write_text(PRELUDE + source(C))
-    result = subprocess.run([NVCC, "-ptx", "-arch=sm_90", str(path), "-o",
-                             str(tmp_path / "tc.ptx")], capture_output=True, text=True,
-                            check=False)
-    assert result.returncode == 0, result.stderr
-    ptx = (tmp_path / "tc.ptx").read_text()
-    depth = sizes.get("depth", 64)
-    block = sizes.get("block", (64, 64))
-    # one mma per 16 x 16 x 16 of a warp's 32 x 32 tile and of the call's depth, in each
-    # of the kernels the block loops were partitioned into
-    per_call = 2 * 4 * depth // 16  # m16n8k16: 2 x 4 of them a 32 x 32 tile, each k16
+    ptx = _ptx(tmp_path, C)
+    # 2 x 4 m16n8k16 a warp's 32 x 32 tile per 16 of the call's depth, in each of the
+    # kernels the block loops were partitioned into
+    per_call = 2 * 4 * sizes.get("depth", 64) // 16
     count = ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
     assert count and count % per_call == 0, count
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx
-    assert block
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
-@pytest.mark.parametrize("sizes", [{}, {"warp": (64, 64)}, {"depth": 16, "stages": 3}],
-                         ids=["128x128-64x32", "warps64x64", "k16-3stages"])
+@pytest.mark.parametrize("sizes", [{}, {"warp": (64, 64), "depth": 32},
+                                   {"depth": 16, "stages": 3}],
+                         ids=["128x128-64x32-k64", "warps64x64-k32", "k16-3stages"])
 def test_the_register_tensor_core_matmul_keeps_its_accumulators_in_registers(tmp_path, sizes):
     """No local memory in the PTX: the warp array's indices are constants, so its 64 (or
     128) floats a lane are registers; the panels are copied with cp.async."""
     C, _ = register_tensor_core_matmul(**sizes)
+    ptx = _ptx(tmp_path, C)
+    assert ".local" not in ptx
+    assert "cp.async.cg.shared.global" in ptx
+    warp = sizes.get("warp", (64, 32))
+    per_call = (warp[0] // 16) * (warp[1] // 8) * sizes.get("depth", 64) // 16
+    count = ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
+    assert count and count % per_call == 0, count
+
+
+def _ptx(tmp_path, f: halo.Func) -> str:
+    """`f`'s CUDA C compiled to PTX for sm_90."""
     path = tmp_path / "tc.cu"
-    path.write_text(PRELUDE + source(C))
+    path.write_text(PRELUDE + source(f))
     result = subprocess.run([NVCC, "-ptx", "-arch=sm_90", str(path), "-o",
                              str(tmp_path / "tc.ptx")], capture_output=True, text=True,
                             check=False)
     assert result.returncode == 0, result.stderr
-    ptx = (tmp_path / "tc.ptx").read_text()
-    assert ".local" not in ptx
-    assert "cp.async.cg.shared.global" in ptx
-    warp = sizes.get("warp", (64, 32))
-    per_call = (warp[0] // 16) * (warp[1] // 8) * sizes.get("depth", 32) // 16
-    count = ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")
-    assert count and count % per_call == 0, count
+    return (tmp_path / "tc.ptx").read_text()
 
 
 # ------------------------------------------------------------------ the interface
@@ -409,7 +427,7 @@ def test_the_tensor_core_schedules_print_as_halo_source():
     assert halo.schedule_source(C).count(".tensorize(ti, mma_f16_f32_32x32x64)") == 2
     C, _ = register_tensor_core_matmul()
     text = halo.schedule_source(C)
-    assert text.count(".tensorize(ti, mma_f16_f32_64x32x32)") == 2
+    assert text.count(".tensorize(ti, mma_f16_f32_64x32x64)") == 2
     assert text.count(".tensorize(ti, mma_f32_store_64x32)") == 1
 
 
