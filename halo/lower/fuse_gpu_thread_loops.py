@@ -46,8 +46,19 @@ from halo.lower.warp_reductions import GPU_SHUFFLE_XOR
 from halo.schedule.records import stage_label
 
 MAX_THREADS_PER_BLOCK = 1024
-# Statically allocated shared memory of one block (every architecture from sm_70 on).
-MAX_SHARED_BYTES = 48 * 1024
+# Shared memory one block may hold: 48 KB declared statically (every architecture from
+# sm_70 on); past it, the kernel takes it dynamically, up to its architecture's limit
+# (CUDA's "maximum shared memory per block" with opt-in).
+STATIC_SHARED_BYTES = 48 * 1024
+_MAX_SHARED_KB = {70: 96, 72: 96, 75: 64, 80: 163, 86: 99, 87: 163, 89: 99, 90: 227}
+
+
+def max_shared_bytes(arch: str) -> int:
+    """The shared memory a block may hold on `arch` ("sm_90"); a newer architecture than
+    this table knows gets the newest one's."""
+    version = int(arch.removeprefix("sm_")[:2])
+    known = [v for v in _MAX_SHARED_KB if v <= version]
+    return (_MAX_SHARED_KB[max(known)] if known else 48) * 1024
 SYNC_THREADS = "gpu_sync_threads"
 FIRST_THREAD = "gpu_first_thread"
 
@@ -64,7 +75,7 @@ def first_thread() -> n.Expr:
 
 def fuse_gpu_thread_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     """Each kernel's thread loops as one block of threads (see the module)."""
-    return _Kernels().mutate(stmt)
+    return _Kernels(max_shared_bytes(ctx.target.arch)).mutate(stmt)
 
 
 def block_shape(kernel: n.For) -> tuple[int, int, int]:
@@ -87,6 +98,24 @@ def shared_buffers(kernel: n.Stmt) -> dict[str, tuple[Type, int]]:
             size = max(int(a.size.value), found.get(a.name, (a.type, 0))[1])
             found[a.name] = (a.type, size)
     return found
+
+
+SHARED_ALIGNMENT = 128  # bytes: each shared buffer starts at a multiple (tensor-core loads)
+
+
+def shared_offsets(shared: dict[str, tuple[Type, int]]) -> dict[str, int]:
+    """Where each shared buffer starts in the block's shared memory, in bytes."""
+    offsets, at = {}, 0
+    for name, (t, size) in shared.items():
+        offsets[name] = at
+        at += -(-max(size, 1) * t.bytes // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
+    return offsets
+
+
+def shared_bytes_of(shared: dict[str, tuple[Type, int]]) -> int:
+    """The bytes a kernel's shared buffers take, each aligned as `shared_offsets` does."""
+    return sum(-(-max(size, 1) * t.bytes // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
+               for t, size in shared.values())
 
 
 @dataclass(frozen=True)
@@ -226,10 +255,15 @@ class _RegisterIndices(_SeesLets):
 class _Kernels(_SeesLets):
     """Finds the kernels (outermost block loops) under the host code and fuses each."""
 
+    def __init__(self, shared_bytes: int):
+        super().__init__()
+        self.shared_bytes = shared_bytes
+
     def visit_For(self, loop: n.For) -> n.Stmt:
         if loop.kind is not n.ForKind.GPU_BLOCK:
             return self.mutate_children(loop)
-        return _Fuse(_JoinThreadNests().mutate(loop), dict(self.lets)).kernel()
+        return _Fuse(_JoinThreadNests().mutate(loop), dict(self.lets),
+                     self.shared_bytes).kernel()
 
 
 class _JoinThreadNests(IRMutator):
@@ -269,7 +303,7 @@ class _JoinThreadNests(IRMutator):
 class _Fuse:
     """One kernel: its block shape, limits, guarded thread loops, barriers."""
 
-    def __init__(self, kernel: n.For, lets: dict[str, n.Expr]):
+    def __init__(self, kernel: n.For, lets: dict[str, n.Expr], shared_bytes: int):
         self.kernel_loop = kernel
         self.label = self._label(kernel.name)
         self.dims = [1, 1, 1]
@@ -284,14 +318,15 @@ class _Fuse:
                 "(gpu_tile sizes), or split a thread loop and leave the inner part serial")
         self._check_warp_groups(kernel)
         shared = shared_buffers(kernel)
-        used = sum(size * t.bytes for t, size in shared.values())
-        if used > MAX_SHARED_BYTES:
+        used = shared_bytes_of(shared)
+        if used > shared_bytes:
             parts = ", ".join(f"{name} {size * t.bytes} bytes"
                               for name, (t, size) in shared.items())
             raise ScheduleError(
                 f"{self.label}: its GPU blocks would use {used} bytes of shared memory ({parts}"
-                f"), more than the {MAX_SHARED_BYTES} a block may hold; use smaller block "
-                "tiles, or store a Func in registers (compute it inside the thread loops)")
+                f"), more than the {shared_bytes} a block may hold on this GPU; use smaller "
+                "block tiles, or store a Func in registers (compute it inside the thread "
+                "loops)")
         self.shared_names = frozenset(shared)
         self.threaded = threads > 1
 

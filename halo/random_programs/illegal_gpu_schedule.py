@@ -130,9 +130,10 @@ def store_in_wrong_memory(d: GpuDrawer, rng: random.Random) -> Call | None:
 
 
 def shared_memory_overflow(d: GpuDrawer, rng: random.Random) -> list[Call] | None:
-    """A Func in shared memory bounded to more than a block may hold (48 KB): its last
-    dimension to 65,536 points, after its others to one point each, so its region is
-    not empty (a consumer's RDom whose `where` holds nowhere reads none of it)."""
+    """A Func in shared memory bounded to more than a block may hold (227 KB on sm_90,
+    the most of any architecture): its last dimension to 2^20 points, after its others
+    to one point each, so its region is not empty (a consumer's RDom whose `where`
+    holds nowhere reads none of it)."""
     options = [name for name in _at_level(d, BLOCK)
                if d.built.funcs[name].args and d.built.funcs[name].schedule.stages[0].dims]
     if not options:
@@ -140,7 +141,7 @@ def shared_memory_overflow(d: GpuDrawer, rng: random.Random) -> list[Call] | Non
     name = rng.choice(options)
     *others, x = (a.name for a in d.built.funcs[name].args)
     return [*(Call(StageRef(name), "bound", (v, 0, 1)) for v in others),
-            Call(StageRef(name), "bound", (x, -32768, 65536))]
+            Call(StageRef(name), "bound", (x, -(1 << 19), 1 << 20))]
 
 
 def rebind_bound_loop(d: GpuDrawer, rng: random.Random) -> Call | None:

@@ -65,14 +65,25 @@ def test_threads_of_the_producer_count_in_the_block():
 
 
 def test_shared_memory_over_the_limit_is_refused():
+    """Past 48 KB a kernel takes its shared memory at launch, up to what its architecture
+    gives a block: 227 KB on sm_90, 64 KB on sm_75."""
     x, y, _, bh, out = _blur()
     yo, xo, yi, xi, yii = halo.vars("yo xo yi xi yii")
+    out.tile(y, x, yo, xo, yi, xi, 1024, 64).split(yi, yi, yii, 64)
+    out.reorder(yo, xo, yii, yi, xi).gpu_blocks(yo, xo).gpu_threads(yi, xi)
+    bh.compute_at(out, xo).store_in("shared")
+    # 1025 rows of 64 floats, each padded by 16 bytes (no bank conflicts down a column)
+    with pytest.raises(halo.ScheduleError, match=r"shared memory \(bh 278800 bytes\), more "
+                                                 r"than the 232448 a block may hold"):
+        out.compile(target=CUDA)
+    x, y, _, bh, out = _blur()
     out.tile(y, x, yo, xo, yi, xi, 128, 128).split(yi, yi, yii, 32)
     out.reorder(yo, xo, yii, yi, xi).gpu_blocks(yo, xo).gpu_threads(yi, xi)
     bh.compute_at(out, xo).store_in("shared")
-    # 129 rows of 128 floats, each padded by 16 bytes (no bank conflicts down a column)
-    with pytest.raises(halo.ScheduleError, match=r"shared memory \(bh 68112 bytes\)"):
-        out.compile(target=CUDA)
+    kernels = out.compile(target=CUDA).function.kernels  # 129 x 132 floats: 68112 bytes
+    assert {k.dynamic_shared for k in kernels} == {68224}  # (aligned to 128 bytes)
+    with pytest.raises(halo.ScheduleError, match=r"\(bh 68112 bytes\), more than the 65536"):
+        out.compile(target=halo.Target("cuda", arch="sm_75"))
 
 
 def test_a_thread_loop_outside_every_block_loop_is_refused():

@@ -59,11 +59,16 @@ class CudaPipeline:
         self._host(v, self._launch, self._alloc, self._free)
 
     def _load(self) -> None:
-        module = load_module(compile_cubin(self.cuda_source, self.arch, self.strict_float))
+        module = load_module(compile_cubin(
+            self.cuda_source, self.arch, self.strict_float,
+            {k.name: k.dynamic_shared for k in self.kernels if k.dynamic_shared}))
         functions = []
         for k in self.kernels:
             f = module.get_function(k.name)
             f.prepare("".join(_format(p) for p in k.params))
+            if k.dynamic_shared:  # past 48 KB, a block's shared memory is asked for
+                f.set_attribute(cuda_driver().function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                k.dynamic_shared)
             functions.append(f)
         self._functions = functions
 
@@ -80,7 +85,8 @@ class CudaPipeline:
                     "bind the larger dimension to the innermost block loop")
         values = [int(v[p.name]) if p.is_buffer else _scalar(p.type, v[p.name])
                   for p in kernel.params]
-        self._functions[k].prepared_call(grid3, kernel.block, *values)
+        self._functions[k].prepared_call(grid3, kernel.block, *values,
+                                         shared_size=kernel.dynamic_shared)
 
     def _alloc(self, nbytes: int) -> int:
         allocation = cuda_driver().mem_alloc(nbytes)

@@ -45,10 +45,12 @@ def cache_key(source: str, arch: str, options: list[str]) -> str:
     return digest.hexdigest()
 
 
-def compile_cubin(source: str, arch: str, strict_float: bool) -> bytes:
-    """The cubin of `source` for `arch`, from the disk cache when it was compiled before."""
+def compile_cubin(source: str, arch: str, strict_float: bool,
+                  dynamic_shared: dict[str, int] | None = None) -> bytes:
+    """The cubin of `source` for `arch`, from the disk cache when it was compiled before;
+    `dynamic_shared`: the shared memory each kernel (by name) is launched with, past 48 KB."""
     options = nvcc_options(strict_float)
-    key = cache_key(source, arch, options)
+    key = cache_key(source + repr(sorted((dynamic_shared or {}).items())), arch, options)
     entry = object_cache.load(key)
     if entry is not None and entry[0] == source:
         return entry[1]
@@ -59,7 +61,7 @@ def compile_cubin(source: str, arch: str, strict_float: bool) -> bytes:
     except cuda_driver().CompileError as e:
         raise InternalError(f"nvcc refused the CUDA C halo generated ({e}); the source:\n"
                             f"{source}") from None
-    cubin = _assemble(opaque_negations(ptx.decode()), arch, options, source)
+    cubin = _assemble(opaque_negations(ptx.decode(), dynamic_shared), arch, options, source)
     object_cache.store(key, source, cubin)
     return cubin
 

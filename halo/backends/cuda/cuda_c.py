@@ -33,7 +33,15 @@ from halo.ir import nodes as n
 from halo.ir.types import Type, int32
 from halo.ir.visitor import child_nodes, rewrite
 from halo.lower.double_buffering import GPU_ASYNC_COMMIT, GPU_ASYNC_COPY, GPU_ASYNC_WAIT
-from halo.lower.fuse_gpu_thread_loops import FIRST_THREAD, SYNC_THREADS, shared_buffers
+from halo.lower.fuse_gpu_thread_loops import (
+    FIRST_THREAD,
+    SHARED_ALIGNMENT,
+    STATIC_SHARED_BYTES,
+    SYNC_THREADS,
+    shared_buffers,
+    shared_bytes_of,
+    shared_offsets,
+)
 from halo.lower.warp_reductions import GPU_SHUFFLE_XOR
 
 _SCALAR_PRELUDE = r"""#include <stdint.h>
@@ -228,10 +236,19 @@ class _Emitter:
 
     def kernel(self, loop: n.For) -> None:
         # Shared arrays once per buffer (its copies in partitioned loops share the space),
-        # aligned as tensor-core loads want (256 bits; 128 bytes for the widest).
-        for name, (t, size) in shared_buffers(loop).items():
-            self.line(f"__shared__ __align__(128) {c_type(t)} {self.names(name)}"
-                      f"[{max(size, 1)}];")
+        # aligned as tensor-core loads want (256 bits; 128 bytes for the widest): declared
+        # as arrays up to 48 KB, past it as parts of the memory the launch gives the block.
+        shared = shared_buffers(loop)
+        if shared_bytes_of(shared) > STATIC_SHARED_BYTES:
+            self.line(f"extern __shared__ __align__({SHARED_ALIGNMENT}) unsigned char "
+                      "halo_shared[];")
+            for name, offset in shared_offsets(shared).items():
+                t = c_type(shared[name][0])
+                self.line(f"{t}* const {self.names(name)} = ({t}*)(halo_shared + {offset});")
+        else:
+            for name, (t, size) in shared.items():
+                self.line(f"__shared__ __align__({SHARED_ALIGNMENT}) {c_type(t)} "
+                          f"{self.names(name)}[{max(size, 1)}];")
         self.stmt(loop)
 
     def block_index(self, b: n.For) -> None:

@@ -7,8 +7,8 @@ sm_100) fuses `neg.s32` into the three-input min/max it makes of a chain of `max
 `max(max(a, b), c)`. Only its optimizer does it (`-O0` is right) and the PTX is right.
 `max(..., x * w)` over an unrolled window with a weight of -1 is enough
 (`tests/gpu/test_ptxas_negated_max.py`). Each `neg.s32 d, s` becomes `d = z - s` where `z`
-is `%dynamic_smem_size`: zero, since halo launches every kernel with no dynamic shared
-memory, but ptxas can't know it, so it keeps the subtraction as an instruction of its own.
+is `%dynamic_smem_size` less the dynamic shared memory halo launches that kernel with:
+zero, but ptxas can't know it, so it keeps the subtraction as an instruction of its own.
 """
 from __future__ import annotations
 
@@ -18,9 +18,24 @@ _NEG_S32 = re.compile(r"^(?P<indent>[ \t]*)(?P<guard>@!?%\w+\s+)?neg\.s32\s+(?P<
                       r"\s*(?P<src>%\w+);", re.MULTILINE)
 
 
-def opaque_negations(ptx: str) -> str:
-    """`ptx` with each register negation (`neg.s32`) a subtraction from an opaque zero."""
+_ENTRY = re.compile(r"\.entry\s+(\w+)")
+
+
+def opaque_negations(ptx: str, dynamic_shared: dict[str, int] | None = None) -> str:
+    """`ptx` with each register negation (`neg.s32`) a subtraction from an opaque zero;
+    `dynamic_shared`: the bytes each kernel (by name) is launched with, 0 if left out."""
+    sizes = dynamic_shared or {}
+    entries = list(_ENTRY.finditer(ptx))
+    starts = [m.start() for m in entries]
+    out = [_rewritten(ptx[:starts[0]] if starts else ptx, 0)]
+    for m, end in zip(entries, [*starts[1:], len(ptx)][:len(entries)], strict=True):
+        out.append(_rewritten(ptx[m.start():end], sizes.get(m.group(1), 0)))
+    return "".join(out)
+
+
+def _rewritten(ptx: str, dynamic_shared: int) -> str:
+    less = f" sub.u32 %halo_zero, %halo_zero, {dynamic_shared};" if dynamic_shared else ""
     return _NEG_S32.sub(
         lambda m: (f"{m['indent']}{{ .reg .b32 %halo_zero; "
-                   f"mov.u32 %halo_zero, %dynamic_smem_size; "
+                   f"mov.u32 %halo_zero, %dynamic_smem_size;{less} "
                    f"{m['guard'] or ''}sub.s32 {m['dst']}, %halo_zero, {m['src']}; }}"), ptx)

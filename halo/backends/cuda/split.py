@@ -17,7 +17,12 @@ from halo.ir import nodes as n
 from halo.ir.substitute import free_vars
 from halo.ir.types import int32
 from halo.ir.visitor import IRMutator, child_nodes, walk
-from halo.lower.fuse_gpu_thread_loops import block_shape
+from halo.lower.fuse_gpu_thread_loops import (
+    STATIC_SHARED_BYTES,
+    block_shape,
+    shared_buffers,
+    shared_bytes_of,
+)
 
 LAUNCH = "gpu_launch"
 
@@ -29,6 +34,7 @@ class DeviceKernel:
     params: tuple[KernelParam, ...]
     grid: tuple[n.Expr, ...]
     block: tuple[int, int, int]
+    dynamic_shared: int = 0  # bytes of shared memory it takes at launch (past 48 KB)
 
 
 def launch_index(s: n.Stmt) -> int | None:
@@ -103,4 +109,6 @@ def _kernel(name: str, loop: n.For) -> DeviceKernel:
     params = (*(KernelParam(b, t, True, b not in written) for b, t in sorted(buffers.items())),
               *(KernelParam(s, var_types.get(s, int32), False) for s in scalars))
     grid = tuple(copies[0].extent for copies in reversed(depths))
-    return DeviceKernel(name, loop, params, grid, block_shape(loop))
+    shared = shared_bytes_of(shared_buffers(loop))
+    return DeviceKernel(name, loop, params, grid, block_shape(loop),
+                        shared if shared > STATIC_SHARED_BYTES else 0)

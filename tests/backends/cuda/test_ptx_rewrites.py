@@ -28,6 +28,18 @@ def test_negations_become_subtractions_from_an_opaque_zero():
     assert out[3:] == ["\tneg.s64 \t%rd2, %rd1;", "\tneg.f32 \t%f2, %f1;"]  # not VIMNMX3's
 
 
+def test_a_kernel_launched_with_dynamic_shared_memory_subtracts_it_from_its_zero():
+    """%dynamic_smem_size is the bytes the launch gives: its kernel's zero takes them off;
+    another kernel of the module, launched with none, keeps the plain register."""
+    ptx = (".visible .entry big(\n{\n\tneg.s32 \t%r1, %r2;\n}\n"
+           ".visible .entry small(\n{\n\tneg.s32 \t%r3, %r4;\n}\n")
+    out = opaque_negations(ptx, {"big": 56832})
+    assert ("mov.u32 %halo_zero, %dynamic_smem_size; sub.u32 %halo_zero, %halo_zero, 56832; "
+            "sub.s32 %r1, %halo_zero, %r2; }") in out
+    assert ("mov.u32 %halo_zero, %dynamic_smem_size; sub.s32 %r3, %halo_zero, %r4; }") in out
+    assert out.count(".entry") == 2 and "neg.s32" not in out
+
+
 def negated_window_max():
     """The kernel where ptxas dropped a negation: a max over a 2 x 5 window whose weight
     is -1 at one point (`python -m halo.fuzz --target cuda --seed 20261128`)."""
