@@ -142,25 +142,27 @@ class _WarpReductions(IRMutator):
 
 
 def _own_term_first(value: n.Expr, own: n.Expr) -> n.Expr:
-    """A sum that the simplifier regrouped after inlining (`(f + a) + b`) as `f + (a + b)`,
-    when `own` (the update's read of its own point) is one of its terms and in no other;
-    else `value`. (A warp reduction regroups the sum anyway.)"""
-    terms: list[n.Expr] = []
+    """A sum that the simplifier regrouped after inlining (`(f + a) - b`) as
+    `f + (a - b)`, when `own` (the update's read of its own point) is one of its terms,
+    added, and in no other; else `value`. (A warp reduction regroups the sum anyway.)"""
+    terms: list[tuple[bool, n.Expr]] = []  # (added, term)
 
-    def flatten(e: n.Expr) -> None:
-        if isinstance(e, n.Add):
-            flatten(e.a)
-            flatten(e.b)
+    def flatten(e: n.Expr, added: bool) -> None:
+        if isinstance(e, (n.Add, n.Sub)):
+            flatten(e.a, added)
+            flatten(e.b, added == isinstance(e, n.Add))
         else:
-            terms.append(e)
-    flatten(value)
-    mine = [t for t in terms if t == own]
-    rest = [t for t in terms if t != own]
-    if len(mine) != 1 or not rest or any(x == own for t in rest for x in walk(t)):
+            terms.append((added, e))
+    flatten(value, True)
+    mine = [added for added, t in terms if t == own]
+    rest = sorted(((added, t) for added, t in terms if t != own), key=lambda x: not x[0])
+    if mine != [True] or not rest or any(x == own for _, t in rest for x in walk(t)):
         return value
-    total = rest[0]
-    for t in rest[1:]:
-        total = n.Add(total, t)
+    added, total = rest[0]
+    if not added:  # (every term subtracted)
+        total = n.Sub(const(0, total.type), total)
+    for added, t in rest[1:]:
+        total = n.Add(total, t) if added else n.Sub(total, t)
     return n.Add(own, total)
 
 

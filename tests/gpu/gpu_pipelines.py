@@ -544,15 +544,17 @@ PIPELINES.update({
 })
 
 
-def warp_over_a_regrouped_sum(shape=(9, 13)):
+def warp_over_a_regrouped_sum(shape=(9, 13), weights=(2, 4)):
     """A warp reduction of an inline sum over a stencil through a constant exterior:
     inlined and simplified, its update reads `red[y, x] + a * 2 + b * 4`, which is still
-    a sum of the Func's own value and a term (found by the GPU fuzzer, seed 20261205)."""
+    a sum of the Func's own value and a term (found by the GPU fuzzer, seed 20261205);
+    with a negative weight, `red[y, x] + a * 2 - b * 4` (seed 20261411)."""
     y, x, xo, xi, ro, ri = halo.vars("y x xo xi ro ri")
     in0 = halo.ImageParam(halo.int16, 2, "in0")
     b9 = halo.boundary.constant_exterior(in0, -1)
     s10, out = halo.Func("s10"), halo.Func("out")
-    s10[y, x] = halo.cast(halo.int32, b9[y - 1, x]) * 2 + halo.cast(halo.int32, b9[y + 1, x]) * 4
+    s10[y, x] = (halo.cast(halo.int32, b9[y - 1, x]) * weights[0]
+                 + halo.cast(halo.int32, b9[y + 1, x]) * weights[1])
     r = halo.RDom((0, 2), (0, 2), name="r")
     total = halo.sum(s10[y * 2 + r.x, x * 2 + r.y], name="total")
     out[y, x] = total // 4
@@ -565,6 +567,8 @@ def warp_over_a_regrouped_sum(shape=(9, 13)):
 
 
 PIPELINES["warp_over_a_regrouped_sum"] = warp_over_a_regrouped_sum
+PIPELINES["warp_over_a_regrouped_difference"] = lambda: warp_over_a_regrouped_sum(
+    (7, 11), (2, -4))
 
 
 def warp_over_an_update_that_adds_nothing(shape=(5, 7)):

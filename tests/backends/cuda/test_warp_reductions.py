@@ -197,3 +197,12 @@ def test_an_update_its_predicate_empties_is_left_as_it_is():
     f.compute_at(out, y)
     f.update(0).gpu_threads(r.x)
     assert "halo_shuffle_xor" not in out.compile(target=CUDA).function.kernels_source
+
+
+def test_a_sum_regrouped_with_subtractions_is_still_a_sum():
+    """Inlined and simplified, the update reads `total + a * 2 - b * 4`: the warp
+    reduction takes it as `total + (a * 2 - b * 4)` (GPU fuzzer, seed 20261411, whose
+    schedule lowering refused with an InternalError)."""
+    out, *_ = gpu_pipelines.PIPELINES["warp_over_a_regrouped_difference"]()
+    source = out.compile(target=CUDA).function.kernels_source
+    assert "halo_shuffle_xor(total_s1_r_x_ri_partial[0], 2, 4)" in source
