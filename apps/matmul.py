@@ -151,8 +151,8 @@ def algorithm_fp16(product=None, k_step: int | None = None):
 
 
 def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
-                             warp: tuple[int, int] = (64, 32), depth: int = 32,
-                             stages: int = 2) -> None:
+                             warp: tuple[int, int] = (64, 32), depth: int = 64,
+                             stages: int = 3) -> None:
     """For target 'cuda', on `algorithm_fp16`: tensor cores (`halo.intrinsics.mma_f16_f32`).
     Each block computes a `block` tile of C, one `warp` tile per warp, with the warps'
     accumulators in their registers across the whole k loop: C_acc (a
@@ -160,8 +160,9 @@ def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
     is a warp array (`lower/block_registers.py`), zeroed and updated by the intrinsic and
     copied out by `halo.intrinsics.mma_f32_store`. Each step of `depth` along k, the
     block's threads copy its A and B panels to shared memory (`cache_read("shared")` at
-    that loop, 16 bytes a thread at a time), double-buffered with `stages` > 1, from
-    where the warps load fragments (`ldmatrix`). C's tiles shift inwards, so any C of at
+    that loop, 16 bytes a thread at a time), `stages` steps in flight (`double_buffer`;
+    3 stages of 64 take 105 KB of shared memory, which the kernel asks for at launch),
+    from where the warps load fragments (`ldmatrix`). C's tiles shift inwards, so any C of at
     least a block is whole tiles, and k must be whole steps of `depth` (a warp array
     can't take the element-by-element loops of a tail): other sizes are refused before
     running (`BoundsError`); for any k, pad it (`algorithm_fp16(k_step=depth)`, whose

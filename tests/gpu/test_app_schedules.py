@@ -120,16 +120,17 @@ def test_matmul_tensor_core_shared(n, k, m, sizes):
     _check_fp16_matmul(A, B, C, n, k, m)
 
 
-@pytest.mark.parametrize("sizes", [{}, {"warp": (64, 64)}, {"block": (64, 128),
-                                                              "warp": (32, 32)},
+@pytest.mark.parametrize("sizes", [{}, {"warp": (64, 64), "depth": 32, "stages": 2},
+                                   {"block": (64, 128), "warp": (32, 32), "depth": 32},
                                    {"depth": 16, "stages": 1}],
-                         ids=["128x128-64x32", "warps64x64", "64x128-32x32", "k16-1stage"])
+                         ids=["128x128-64x32-k64x3", "warps64x64-k32x2", "64x128-32x32-k32x3",
+                              "k16-1stage"])
 @pytest.mark.parametrize(("n", "k", "m", "padded"), [
     (128, 64, 128, False), (131, 64, 257, False), (131, 45, 257, True), (300, 1, 129, True)])
 def test_matmul_tensor_core_in_registers(n, k, m, padded, sizes):
     """Accumulators in the warps' registers (a warp array): whole tiles, tiles shifted
     inwards, k of whole steps, or padded to them (k = 1 too)."""
-    depth = sizes.get("depth", 32)
+    depth = sizes.get("depth", 64)
     A, B, C, funcs = matmul.algorithm_fp16(k_step=depth if padded else None)
     matmul.gpu_schedule_tensor_core(funcs, **sizes)
     _check_fp16_matmul(A, B, C, n, k, m)
@@ -137,7 +138,7 @@ def test_matmul_tensor_core_in_registers(n, k, m, padded, sizes):
 
 @pytest.mark.parametrize(("n", "k", "m", "needs"), [
     (100, 32, 200, "every shift_inwards tile around it whole"),
-    (128, 45, 128, "every call of mma_f16_f32_64x32x32 on a whole tile")])
+    (128, 45, 128, "every call of mma_f16_f32_64x32x64 on a whole tile")])
 def test_sizes_the_register_tiles_cant_take_are_refused_before_running(n, k, m, needs):
     A, B, C, funcs = matmul.algorithm_fp16()
     matmul.gpu_schedule_tensor_core(funcs)
