@@ -137,7 +137,7 @@ def test_matmul_tensor_core_in_registers(n, k, m, padded, sizes):
 
 
 @pytest.mark.parametrize(("n", "k", "m", "needs"), [
-    (100, 32, 200, "every shift_inwards tile around it whole"),
+    (100, 64, 200, "every shift_inwards tile around it whole"),
     (128, 45, 128, "every call of mma_f16_f32_64x32x64 on a whole tile")])
 def test_sizes_the_register_tiles_cant_take_are_refused_before_running(n, k, m, needs):
     A, B, C, funcs = matmul.algorithm_fp16()
