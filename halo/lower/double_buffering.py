@@ -27,7 +27,8 @@ is asynchronous: a store of a plain load of global memory into the buffer (or of
 `gpu_async_copy` (`cp.async` in CUDA C; one group committed per iteration, so waiting
 until `stages - 2` are in flight is waiting for this iteration's). That needs a Func of
 one definition whose producer doesn't read it (an update's stores and loads would race
-with the copies in flight); other stores stay synchronous, in the same slots.
+with the copies in flight), and that no other producer of the loop reads (it runs at
+once, before the copies land); other stores stay synchronous, in the same slots.
 
 The producer moves ahead of the rest of the loop body, so it may read nothing the loop
 writes (but its own buffer): a ScheduleError says so otherwise. Double-buffered buffers
@@ -107,7 +108,11 @@ class _Pipeline(IRMutator):
                                 f"{loop.name}, whose iterations take turns at their copies; "
                                 "give them the same number of stages")
         stages = counts.pop()
-        buffers = [self._buffer(name, spine, loop) for name in names]
+        produces = [s for s in spine if isinstance(s, n.ProducerConsumer) and s.name in names]
+        read = {x.name for p in produces for x in walk(p.produce) if isinstance(x, n.Load)
+                and x.name in names and x.name != p.name}
+        buffers = [self._buffer(name, spine, loop, asynchronous=name not in read)
+                   for name in names]
         lets = [s for s in spine if isinstance(s, n.LetStmt)]
         self._check_reads(loop, buffers, lets)
         asynchronous = any(isinstance(x, n.Call) and x.name == GPU_ASYNC_COPY
@@ -139,7 +144,8 @@ class _Pipeline(IRMutator):
             self.hoisted.add(id(out))
         return out
 
-    def _buffer(self, name: str, spine: list[n.Stmt], loop: n.For) -> _Buffer:
+    def _buffer(self, name: str, spine: list[n.Stmt], loop: n.For,
+                asynchronous: bool) -> _Buffer:
         allocate = next(s for s in spine if isinstance(s, n.Allocate) and s.name == name)
         produce = next((s.produce for s in spine
                         if isinstance(s, n.ProducerConsumer) and s.name == name), None)
@@ -147,8 +153,8 @@ class _Pipeline(IRMutator):
             raise ScheduleError(f"{name}.double_buffer(...): {name} is not computed at loop "
                                 f"{loop.name} where it is stored (only there can its copies "
                                 "take turns); compute it there, outside any specialization")
-        if name in self.single and not any(isinstance(x, n.Load) and x.name == name
-                                           for x in walk(produce)):
+        if asynchronous and name in self.single and not any(
+                isinstance(x, n.Load) and x.name == name for x in walk(produce)):
             produce = rewrite(produce, lambda x: self._asynchronous(x, name))
         element = allocate.type.bytes
         per_slot = max(SLOT_ALIGNMENT // element, 1)

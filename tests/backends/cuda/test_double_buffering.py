@@ -246,3 +246,21 @@ def test_only_the_double_buffered_funcs_own_stores_are_asynchronous():
     assert {s.name for s in stores if isinstance(s.value, n.Call)
             and s.value.name == GPU_ASYNC_COPY} <= {"s2"}
     assert [s for s in stores if s.name == "b1"]
+
+
+def test_a_buffer_another_producer_of_its_loop_reads_is_filled_at_once():
+    """s7's producer reads s4 in the same step ahead, before an asynchronous copy of s4
+    would have landed: s4's stores stay plain (GPU fuzzer, seed 20261411, whose answers
+    were wrong)."""
+    y, x, xo, xi = halo.vars("y x xo xi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    s4, s7, out = halo.Func("s4"), halo.Func("s7"), halo.Func("out")
+    s4[y, x] = inp[y, x]
+    s7[y, x] = s4[y, x] * 2
+    out[y, x] = s7[y, x] + 1
+    out.split(x, xo, xi, 8).gpu_blocks(xo)
+    s4.compute_at(out, xi).double_buffer()
+    s7.compute_at(out, xi).double_buffer()
+    stores = [s for s in walk(_lowered(out)) if isinstance(s, n.Store)]
+    assert [s for s in stores if s.name == "s4"]
+    assert not _calls(_lowered(out), GPU_ASYNC_COPY)
