@@ -450,3 +450,10 @@ def test_a_host_intrinsic_of_halo_refuses_the_cuda_backend():
     assert message(lambda: out.compile(target=CUDA)) == (
         "halo.intrinsics.fma_outer_product(2, 16, 4): a host intrinsic emits LLVM IR only; "
         "it was asked for the cuda backend (on a GPU, use mma_f16_f32)")
+
+
+def test_tensor_cores_before_sm_80_are_refused():
+    C, _ = tensor_core_matmul()
+    assert "halo.intrinsics.mma_f16_f32(32, 32, 64): mma.sync.m16n8k16 needs sm_80 or " \
+           "later; the target is sm_75" in message(
+               lambda: C.compile(target=halo.Target("cuda", arch="sm_75")))
