@@ -395,9 +395,13 @@ class _Accumulator:
             return f"({self.op.buffer} + {self.base(r, c)})"
         return f"{self.registers}[{r}][{c}]"
 
+    def _each(self) -> list[tuple[int, int, int]]:
+        """(tile row, tile column, element) of each of the lane's accumulators."""
+        return [(r, c, q) for r in range(self.tiles[0]) for c in range(self.tiles[1])
+                for q in range(4)]
+
     def elements(self) -> list[str]:
-        return [f"{self.tile(r, c)}[{q}]" for r in range(self.tiles[0])
-                for c in range(self.tiles[1]) for q in range(4)]
+        return [f"{self.tile(r, c)}[{q}]" for r, c, q in self._each()]
 
     def _memory(self, r: int, c: int, q: int) -> str:
         g, t = _lane_parts(self.ctx)
@@ -408,18 +412,14 @@ class _Accumulator:
         if self.in_registers:
             return
         self.ctx.line(f"float {self.registers}[{self.tiles[0]}][{self.tiles[1]}][4];")
-        for r in range(self.tiles[0]):
-            for c in range(self.tiles[1]):
-                for q in range(4):
-                    self.ctx.line(f"{self.registers}[{r}][{c}][{q}] = {self._memory(r, c, q)};")
+        for r, c, q in self._each():
+            self.ctx.line(f"{self.registers}[{r}][{c}][{q}] = {self._memory(r, c, q)};")
 
     def store(self) -> None:
         if self.in_registers:
             return
-        for r in range(self.tiles[0]):
-            for c in range(self.tiles[1]):
-                for q in range(4):
-                    self.ctx.line(f"{self._memory(r, c, q)} = {self.registers}[{r}][{c}][{q}];")
+        for r, c, q in self._each():
+            self.ctx.line(f"{self._memory(r, c, q)} = {self.registers}[{r}][{c}][{q}];")
 
 
 def _warp_index(call: str, op, tiles: tuple[int, int]):

@@ -59,6 +59,8 @@ def max_shared_bytes(arch: str) -> int:
     version = int(arch.removeprefix("sm_")[:2])
     known = [v for v in _MAX_SHARED_KB if v <= version]
     return (_MAX_SHARED_KB[max(known)] if known else 48) * 1024
+
+
 SYNC_THREADS = "gpu_sync_threads"
 FIRST_THREAD = "gpu_first_thread"
 
@@ -103,19 +105,30 @@ def shared_buffers(kernel: n.Stmt) -> dict[str, tuple[Type, int]]:
 SHARED_ALIGNMENT = 128  # bytes: each shared buffer starts at a multiple (tensor-core loads)
 
 
+def _aligned_bytes(t: Type, size: int) -> int:
+    """The bytes a shared buffer of `size` elements of `t` takes, the next one aligned."""
+    return -(-max(size, 1) * t.bytes // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
+
+
 def shared_offsets(shared: dict[str, tuple[Type, int]]) -> dict[str, int]:
     """Where each shared buffer starts in the block's shared memory, in bytes."""
     offsets, at = {}, 0
     for name, (t, size) in shared.items():
         offsets[name] = at
-        at += -(-max(size, 1) * t.bytes // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
+        at += _aligned_bytes(t, size)
     return offsets
 
 
 def shared_bytes_of(shared: dict[str, tuple[Type, int]]) -> int:
     """The bytes a kernel's shared buffers take, each aligned as `shared_offsets` does."""
-    return sum(-(-max(size, 1) * t.bytes // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
-               for t, size in shared.values())
+    return sum(_aligned_bytes(t, size) for t, size in shared.values())
+
+
+def dynamic_shared_bytes(kernel: n.Stmt) -> int:
+    """The shared memory a kernel takes at launch: all of it past 48 KB, else 0 (its
+    buffers are then `__shared__` arrays)."""
+    used = shared_bytes_of(shared_buffers(kernel))
+    return used if used > STATIC_SHARED_BYTES else 0
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,9 @@ from halo.lower.double_buffering import GPU_ASYNC_COMMIT, GPU_ASYNC_COPY, GPU_AS
 from halo.lower.fuse_gpu_thread_loops import (
     FIRST_THREAD,
     SHARED_ALIGNMENT,
-    STATIC_SHARED_BYTES,
     SYNC_THREADS,
+    dynamic_shared_bytes,
     shared_buffers,
-    shared_bytes_of,
     shared_offsets,
 )
 from halo.lower.warp_reductions import GPU_SHUFFLE_XOR
@@ -207,7 +206,7 @@ class _Emitter:
         self.arch = arch
         self.includes: list[str] = []
         self.scopes: dict[str, str] = {}  # buffers allocated in the kernel: their memory
-        self.sizes: dict[str, int] = {}  # warp arrays: the elements of the whole warp's
+        self.sizes: dict[str, int] = {}  # warp arrays: elements in the whole warp's array
         self.fresh_names = 0
         self.block_axes = block_axes  # how deep the block loops nest
         self.block_depth = 0
@@ -239,7 +238,7 @@ class _Emitter:
         # aligned as tensor-core loads want (256 bits; 128 bytes for the widest): declared
         # as arrays up to 48 KB, past it as parts of the memory the launch gives the block.
         shared = shared_buffers(loop)
-        if shared_bytes_of(shared) > STATIC_SHARED_BYTES:
+        if dynamic_shared_bytes(loop):
             self.line(f"extern __shared__ __align__({SHARED_ALIGNMENT}) unsigned char "
                       "halo_shared[];")
             for name, offset in shared_offsets(shared).items():

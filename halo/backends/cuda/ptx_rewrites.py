@@ -26,9 +26,9 @@ def opaque_negations(ptx: str, dynamic_shared: dict[str, int] | None = None) -> 
     `dynamic_shared`: the bytes each kernel (by name) is launched with, 0 if left out."""
     sizes = dynamic_shared or {}
     entries = list(_ENTRY.finditer(ptx))
-    starts = [m.start() for m in entries]
-    out = [_rewritten(ptx[:starts[0]] if starts else ptx, 0)]
-    for m, end in zip(entries, [*starts[1:], len(ptx)][:len(entries)], strict=True):
+    bounds = [m.start() for m in entries] + [len(ptx)]  # each kernel's text ends a bound
+    out = [_rewritten(ptx[:bounds[0]], 0)]
+    for m, end in zip(entries, bounds[1:], strict=True):
         out.append(_rewritten(ptx[m.start():end], sizes.get(m.group(1), 0)))
     return "".join(out)
 

@@ -17,12 +17,7 @@ from halo.ir import nodes as n
 from halo.ir.substitute import free_vars
 from halo.ir.types import int32
 from halo.ir.visitor import IRMutator, child_nodes, walk
-from halo.lower.fuse_gpu_thread_loops import (
-    STATIC_SHARED_BYTES,
-    block_shape,
-    shared_buffers,
-    shared_bytes_of,
-)
+from halo.lower.fuse_gpu_thread_loops import block_shape, dynamic_shared_bytes
 
 LAUNCH = "gpu_launch"
 
@@ -109,6 +104,4 @@ def _kernel(name: str, loop: n.For) -> DeviceKernel:
     params = (*(KernelParam(b, t, True, b not in written) for b, t in sorted(buffers.items())),
               *(KernelParam(s, var_types.get(s, int32), False) for s in scalars))
     grid = tuple(copies[0].extent for copies in reversed(depths))
-    shared = shared_bytes_of(shared_buffers(loop))
-    return DeviceKernel(name, loop, params, grid, block_shape(loop),
-                        shared if shared > STATIC_SHARED_BYTES else 0)
+    return DeviceKernel(name, loop, params, grid, block_shape(loop), dynamic_shared_bytes(loop))

@@ -135,18 +135,7 @@ def test_a_kernel_past_48_kb_of_shared_memory_takes_it_at_launch():
 
 
 def test_a_warp_array_read_element_by_element_is_refused():
-    A, B, C, funcs = matmul.algorithm_fp16()
-    i, j = C.args
-    io, jo, ii, ji, wi, wj, ti, tj, ko, ki, r, tx = halo.vars(
-        "io jo ii ji wi wj ti tj ko ki r tx")
-    mma = intrinsics.mma_f16_f32(32, 32, 32)
-    acc = C.cache_write("local")
-    C.tile(i, j, io, jo, ii, ji, 64, 64).gpu_blocks(io, jo).split(ji, r, tx, 32)
-    C.gpu_threads(tx)  # an element-by-element copy out
-    acc.compute_at(C, jo).tile(i, j, wi, wj, ti, tj, 32, 32).gpu_threads(wi, wj)
-    acc.tensorize(ti, mma)
-    acc.update(0).split(funcs["k"], ko, ki, 32).tile(i, j, wi, wj, ti, tj, 32, 32) \
-        .reorder(ko, wi, wj, ti, tj, ki).gpu_threads(wi, wj).tensorize(ti, mma)
+    C = _accumulated_by_warps("local", copy_threads=32)  # an element-by-element copy out
     text = message(lambda: C.lower(CUDA))
     assert "C_local.store_in('local'): C_local is computed at a GPU block loop and read or " \
            "written by warp-scoped tensor intrinsics, which keep it spread over a warp's " \
@@ -372,21 +361,29 @@ def test_a_func_computed_inside_the_warp_loops_is_refused():
 
 def test_a_block_whose_width_is_not_a_multiple_of_32_is_refused():
     """The copy-out of the kernel binds 48 threads along x: warps would straddle rows."""
+    C = _accumulated_by_warps("shared", copy_threads=48)
+    assert "mma_f16_f32_32x32x32 runs on whole warps, but this kernel's blocks are 48 " \
+           "threads wide along x, which is not a multiple of 32" in \
+        message(lambda: C.compile(target=CUDA))
+
+
+def _accumulated_by_warps(scope: str, copy_threads: int) -> halo.Func:
+    """The fp16 matmul's 64 x 64 blocks accumulated in `scope` (cache_write) by 2 x 2
+    warps of 32 x 32 tiles, k steps of 32, copied out element by element by
+    `copy_threads` threads along x."""
     C, k = _fp16_algorithm()
     i, j = C.args
     io, jo, ii, ji, ko, ki, r, tx, wi, wj, ti, tj = halo.vars(
         "io jo ii ji ko ki r tx wi wj ti tj")
     mma = intrinsics.mma_f16_f32(32, 32, 32)
-    acc = C.cache_write("shared")
-    C.tile(i, j, io, jo, ii, ji, 64, 64).gpu_blocks(io, jo).split(ji, r, tx, 48)
+    acc = C.cache_write(scope)
+    C.tile(i, j, io, jo, ii, ji, 64, 64).gpu_blocks(io, jo).split(ji, r, tx, copy_threads)
     C.gpu_threads(tx)
     acc.compute_at(C, jo).tile(i, j, wi, wj, ti, tj, 32, 32).gpu_threads(wi, wj)
     acc.tensorize(ti, mma)
     acc.update(0).split(k, ko, ki, 32).tile(i, j, wi, wj, ti, tj, 32, 32) \
         .reorder(ko, wi, wj, ti, tj, ki).gpu_threads(wi, wj).tensorize(ti, mma)
-    assert "mma_f16_f32_32x32x32 runs on whole warps, but this kernel's blocks are 48 " \
-           "threads wide along x, which is not a multiple of 32" in \
-        message(lambda: C.compile(target=CUDA))
+    return C
 
 
 def test_mma_f16_f32_shapes_and_scope_are_checked():
