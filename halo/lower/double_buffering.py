@@ -19,9 +19,10 @@ then waits for its own slot, starts filling the slot of iteration `ko + stages -
                                                   lets(ko); ... A_shared[(ko - min) % 2 * S + i] ...
 
 The barriers of `fuse_gpu_thread_loops` still order the block's threads: one before the
-producer (no thread reads the slot it overwrites: iteration ko - 1's, read before it), one
-before the consumer (every thread's copies of this iteration's slot have landed: each
-thread waited for its own before it). The copy runs while the block computes only if it
+producer (no thread reads the slot it overwrites: iteration ko - 1's, read before it; and,
+since each thread waited for its own copies before it, every thread's copies of this
+iteration's slot have landed), and, where the producer stores at once rather than
+asynchronously, one before the consumer. The copy runs while the block computes only if it
 is asynchronous: a store of a plain load of global memory into the buffer (or of
 `select(c, load, 0)`, a constant exterior: zeros where c is false) becomes
 `gpu_async_copy` (`cp.async` in CUDA C; one group committed per iteration, so waiting

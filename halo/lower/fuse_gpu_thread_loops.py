@@ -15,7 +15,9 @@ phase. All of them run on the same threads of the block, so:
   previous iteration touched): a consumer waits for its producer, and a producer must
   not overwrite what a slower thread still reads, but the copies of two operands into
   shared memory, or the iterations of a loop that only fills a buffer, run without
-  one;
+  one; asynchronous copies (`cp.async`, `double_buffering`) are in flight, not written,
+  until the thread's next `gpu_async_wait`: reading their buffer meanwhile needs no
+  barrier (they fill the slots of later iterations);
 * stores at block level (outside every thread loop) run on the block's first thread only.
 
 A warp reduction's shuffles (`warp_reductions`) need their lanes to be an aligned group
@@ -41,6 +43,7 @@ from halo.ir.substitute import expand_lets, var_names
 from halo.ir.types import Type, bool_, int32
 from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
 from halo.lower.context import LowerContext
+from halo.lower.double_buffering import GPU_ASYNC_COPY, GPU_ASYNC_WAIT
 from halo.lower.gpu_levels import loop_func
 from halo.lower.warp_reductions import GPU_SHUFFLE_XOR
 from halo.schedule.records import stage_label
@@ -134,24 +137,36 @@ def dynamic_shared_bytes(kernel: n.Stmt) -> int:
 @dataclass(frozen=True)
 class _Hazards:
     """What phases since the last barrier did to shared memory: the buffers they read,
-    and the (buffer, stage) pairs they wrote (the stage from the loops around a store;
-    -1 where none says)."""
+    the (buffer, stage) pairs they wrote (the stage from the loops around a store; -1
+    where none says), and those they started asynchronous copies into (`cp.async`) that
+    no `gpu_async_wait` has waited for since."""
     reads: frozenset[str] = frozenset()
     writes: frozenset[tuple[str, int]] = frozenset()
+    in_flight: frozenset[tuple[str, int]] = frozenset()
 
     def __or__(self, other: _Hazards) -> _Hazards:
-        return _Hazards(self.reads | other.reads, self.writes | other.writes)
+        return _Hazards(self.reads | other.reads, self.writes | other.writes,
+                        self.in_flight | other.in_flight)
+
+    def landed(self) -> _Hazards:
+        """After a thread waits for its copies: they are writes (other threads see
+        them after the next barrier)."""
+        return _Hazards(self.reads, self.writes | self.in_flight)
 
     def conflicts(self, later: _Hazards) -> bool:
         """Whether a phase that does `later` must wait for these: it reads what they
-        wrote, writes what they read, or writes what they wrote in another stage or in
-        an update (a pure stage writes each point once, or the same value again where a
-        shifted tail overlaps, so its own iterations need no order)."""
+        wrote, writes (or copies into) what they read, or writes what they wrote in
+        another stage or in an update (a pure stage writes each point once, or the same
+        value again where a shifted tail overlaps, so its own iterations need no order).
+        Reading a buffer that copies in flight go to needs no barrier: they fill the
+        slots of later iterations of a double-buffered loop (`double_buffering`), never
+        the one read now; the reads of their slots come after a wait."""
         written = {name for name, _ in self.writes}
-        if later.reads & written or {name for name, _ in later.writes} & self.reads:
+        later_writes = later.writes | later.in_flight
+        if later.reads & written or {name for name, _ in later_writes} & self.reads:
             return True
         return any(name == other and (stage != other_stage or stage != 0)
-                   for name, stage in later.writes for other, other_stage in self.writes)
+                   for name, stage in later_writes for other, other_stage in self.writes)
 
 
 _NO_HAZARDS = _Hazards()
@@ -161,6 +176,7 @@ def _shared_accesses(s: n.Stmt, shared: frozenset[str]) -> _Hazards:
     """What `s` does to the shared buffers (a tensor call's operands: read and write)."""
     reads: set[str] = set()
     writes: set[tuple[str, int]] = set()
+    in_flight: set[tuple[str, int]] = set()
 
     def visit(x: n.Node, stage: int) -> None:
         if isinstance(x, n.For):
@@ -169,7 +185,8 @@ def _shared_accesses(s: n.Stmt, shared: frozenset[str]) -> _Hazards:
         if isinstance(x, n.Load) and x.name in shared:
             reads.add(x.name)
         elif isinstance(x, n.Store) and x.name in shared:
-            writes.add((x.name, stage))
+            copied = isinstance(x.value, n.Call) and x.value.name == GPU_ASYNC_COPY
+            (in_flight if copied else writes).add((x.name, stage))
         elif isinstance(x, n.TensorCall):
             for o in x.operands:
                 if o.name in shared:
@@ -178,7 +195,7 @@ def _shared_accesses(s: n.Stmt, shared: frozenset[str]) -> _Hazards:
         for child in child_nodes(x):
             visit(child, stage)
     visit(s, -1)
-    return _Hazards(frozenset(reads), frozenset(writes))
+    return _Hazards(frozenset(reads), frozenset(writes), frozenset(in_flight))
 
 
 def _thread_chains(s: n.Stmt) -> list[list[n.For]]:
@@ -395,6 +412,9 @@ class _Fuse:
         thread-loop nest, or stores) that touches shared memory the phases since the
         last barrier (`pending`) touched in a conflicting way (one writes what the other
         reads or writes); and what is pending after `s`."""
+        if isinstance(s, n.Evaluate) and isinstance(s.value, n.Call) \
+                and s.value.name == GPU_ASYNC_WAIT:
+            return s, pending.landed()
         if not _has_thread_loop(s):
             if not _has_store(s):
                 return s, pending
