@@ -139,42 +139,44 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
 
 
 def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
-    """`loop` split around the range where each min/max whose varying side moves with
-    the loop variable (a shift_inwards split's `min(x * 8, e - 8)`, a boundary
-    condition's clamp) provably picks that side, in every iteration of the loops inside:
+    """`loop` split around the range where each min/max with a side that moves with the
+    loop variable (a shift_inwards split's `min(x * 8, e - 8)`, a boundary condition's
+    clamp) provably picks that side, in every iteration of the loops inside:
 
         for x in range(n):                  for x in range(0, 1): (original body)
           f[x] = g[max(x - 1, 0)]     ->    for x in range(1, n): f[x] = g[x - 1]
-    """
-    candidates = list(_clamps(loop.body, {}, {}, set()))
+
+    A clamp of a region computed per iteration of a GPU block's serial loop (a spine
+    let: `min(ko * 64 + 63, k - 1)`) picks instead the side that holds from the loop's
+    start: such clamps cut the last steps short, and the steady state is the rest."""
+    candidates = list(_clamps(loop.body, {}, {}, set(), spine=_holds_thread_loops(loop.body)))
     picks: dict[n.Expr, n.Expr] = {}
     conditions = []
-
-    def picked(e: n.Expr) -> n.Expr:
-        return rewrite(e, lambda x: picks.get(x) if isinstance(x, (n.Min, n.Max)) else None)
-
     # Sweeps, since a clamp of a clamp is linear only once the inner one is picked.
     for _ in range(3):
         rejected: set[n.Expr] = set()
         picks_before = len(picks)
-        for node, lets, scope, owned in candidates:
+        for node, lets, scope, owned, spine in candidates:
             if node in picks or node in rejected:
                 continue
-            choice = _varying_side(node, lets, scope, owned, loop.name, picked)
-            if choice is None:
+            sides = _sides(node, lets, scope, owned, loop.name, lambda e: _picked(e, picks))
+            if sides is None:
                 rejected.add(node)
                 continue
-            side, cond = choice
-            if isinstance(cond, n.Const):
-                if cond.value:  # the same side in every iteration
+            for side, cond in sides if spine else sides[:1]:
+                if cond is None:
+                    continue
+                if isinstance(cond, n.Const):
+                    if cond.value:  # the same side in every iteration
+                        picks[node] = side
+                        break
+                    continue
+                signs = {_loop_sign(c, loop.name) for c in _conjuncts(cond)}
+                if _is_index_condition(cond) and 0 not in signs and \
+                        (not spine or signs == {-1}):
                     picks[node] = side
-                continue
-            if not _is_index_condition(cond) or any(
-                    _linear(simplify(_slack(c)), loop.name) in (None, (0, c)) or
-                    loop.name not in free_vars(c) for c in _conjuncts(cond)):
-                continue
-            picks[node] = side
-            conditions.append(cond)
+                    conditions.append(cond)
+                    break
         if len(picks) == picks_before:
             break
     if not conditions:
@@ -184,7 +186,7 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
         return loop
     start, end = steady
     last = n.Add(loop.min, loop.extent)
-    fast_body = picked(loop.body)
+    fast_body = _picked(loop.body, picks)
 
     def part(lo, hi, body):
         return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
@@ -193,18 +195,32 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
                  part(end, last, original.body))
 
 
+def _picked(e, picks: dict[n.Expr, n.Expr]):
+    return rewrite(e, lambda x: picks.get(x) if isinstance(x, (n.Min, n.Max)) else None)
+
+
+def _loop_sign(c: n.Expr, name: str) -> int:
+    """The sign of loop `name`'s coefficient in comparison `c`'s slack (-1: `c` bounds
+    it from above; 0: not linear in it, or free of it)."""
+    form = _linear(simplify(_slack(c)), name)
+    return 0 if form is None or name not in free_vars(c) else (form[0] > 0) - (form[0] < 0)
+
+
 def _clamps(s: n.Stmt, lets: dict[str, n.Expr], scope: dict[str, Interval],
-            owned: set[str], vector: bool = False):
+            owned: set[str], vector: bool = False, spine: bool = False):
     """Every integer Min and Max in vector code in `s` (`vector`: `s` is), with the lets
     around it (substituted into one another), the ranges of the loops inside `s` around
     it, and the names of those that are serial of run-time extent (whose own
-    partitioning handles what reads them)."""
+    partitioning handles what reads them). With `spine`, also those of the lets on the
+    loop body's spine (outside any loop in it): in a GPU block's serial loop, these
+    lets (a region computed per iteration: `min(ko * 64 + 63, k - 1)`) are the extents,
+    guards and indices of every thread loop below, which a picked side makes constant."""
     match s:
         case n.LetStmt(name=name, value=value, body=body):
-            if vector:
-                yield from _clamps_in(value, lets, scope, owned)
+            if vector or spine:
+                yield from _clamps_in(value, lets, scope, owned, spine and not vector)
             yield from _clamps(body, {**lets, name: substitute(value, lets)}, scope, owned,
-                               vector)
+                               vector, spine)
             return
         case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
             # Not the loop's own bounds: what they clamp runs once per loop, not per
@@ -220,9 +236,18 @@ def _clamps(s: n.Stmt, lets: dict[str, n.Expr], scope: dict[str, Interval],
             return
     for child in _fields(s):
         if isinstance(child, n.Stmt):
-            yield from _clamps(child, lets, scope, owned, vector)
+            yield from _clamps(child, lets, scope, owned, vector,
+                               spine and isinstance(s, _SPINE))
         elif isinstance(child, n.Expr) and vector:
-            yield from _clamps_in(child, lets, scope, owned)
+            yield from _clamps_in(child, lets, scope, owned, False)
+
+
+# What a loop body's spine passes through to its lets (not loops, not branches).
+_SPINE = (n.Block, n.LetStmt, n.ProducerConsumer, n.Allocate)
+
+
+def _holds_thread_loops(s: n.Stmt) -> bool:
+    return any(isinstance(x, n.For) and x.kind is ForKind.GPU_THREAD for x in walk(s))
 
 
 def _fields(s: n.Stmt):
@@ -231,18 +256,19 @@ def _fields(s: n.Stmt):
         yield from value if isinstance(value, tuple) else (value,)
 
 
-def _clamps_in(e: n.Expr, lets, scope, owned):
+def _clamps_in(e: n.Expr, lets, scope, owned, spine: bool):
     for node in walk(e):
         if isinstance(node, (n.Min, n.Max)) and no_overflow(node.type) \
                 and node.type.lanes == 1:
-            yield node, lets, scope, owned
+            yield node, lets, scope, owned, spine
 
 
-def _varying_side(node: n.Expr, lets, scope: dict[str, Interval], owned: set[str],
-                  name: str, picked) -> tuple[n.Expr, n.Expr] | None:
-    """(the side of `node` that reads loop `name` (the other side must not move with it
-    or the loops inside), the condition on `name` under which `node` is that side in
-    every iteration of the loops inside), or None."""
+def _sides(node: n.Expr, lets, scope: dict[str, Interval], owned: set[str],
+           name: str, picked) -> list[tuple[n.Expr, n.Expr]] | None:
+    """[(a side of `node`, the condition on loop `name` under which `node` is that side
+    in every iteration of the loops inside, or None where interval arithmetic isn't
+    exact)] for its two sides, the one that reads loop `name` first (the other must not
+    move with it or the loops inside), or None."""
     moving = {name, *scope}
     raw = [substitute(side, lets) for side in (node.a, node.b)]
     if sum(bool(free_vars(side) & moving) for side in raw) != 1:  # cheap test first
@@ -255,14 +281,17 @@ def _varying_side(node: n.Expr, lets, scope: dict[str, Interval], owned: set[str
     if a_moves == b_moves or name not in free_vars(a if a_moves else b) \
             or free_vars(a if a_moves else b) & owned:
         return None
-    side, other = (picked(node.a), b) if a_moves else (picked(node.b), a)
-    moved = a if a_moves else b
-    # max(v, c) is v where c <= v; min(v, c) is v where v <= c.
-    cond = n.LE(other, moved) if isinstance(node, n.Max) else n.LE(moved, other)
-    low = _exact_low(simplify(_slack(cond)), scope)
-    if low is None:
-        return None
-    return side, simplify(n.LE(n.const(0, low.type), low))
+    (side, moved), (fixed_side, other) = (((picked(node.a), a), (picked(node.b), b)) if a_moves
+                                          else ((picked(node.b), b), (picked(node.a), a)))
+    # max(v, c) is v where c <= v, c where v <= c; min(v, c) the other way round.
+    v_first = isinstance(node, n.Max)
+    out = []
+    for chosen, (lo, hi) in ((side, (other, moved) if v_first else (moved, other)),
+                             (fixed_side, (moved, other) if v_first else (other, moved))):
+        low = _exact_low(simplify(n.Sub(hi, lo)), scope)
+        out.append((chosen, None if low is None else
+                    simplify(n.LE(n.const(0, low.type), low))))
+    return out
 
 
 def _branch(cond: n.Expr, fast: n.Stmt, original: n.Stmt) -> n.Stmt:

@@ -7,9 +7,13 @@ import numpy as np
 import pytest
 
 import halo
+from apps import matmul
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind
+from halo.ir.visitor import walk
+from halo.lang.environment import Environment
 from halo.lower.partition_loops import partition_loops
+from halo.lower.pipeline import lower
 
 from .conftest import context_of, evaluate, lower_until, nodes_of
 
@@ -194,3 +198,22 @@ def test_tiled_convolution_update_matches_the_reference(shape, parallel):
               weights: rng.random((5, 5), dtype=np.float32)}
     np.testing.assert_allclose(f.realize(shape, inputs=inputs),
                                halo.reference(f, shape, inputs=inputs), rtol=1e-5)
+
+
+@pytest.mark.parametrize("k_step", [None, 64])
+def test_a_gpu_blocks_k_loop_has_a_steady_state_of_whole_panels(k_step):
+    """The panels of a tensor-core matmul are computed per step of k, their region
+    clamped to k's end (`min(ko * 64 + 191, k - 1)`): the k loop is split so that its
+    steady state has no such clamp, and the copies constant extents (padded k too, whose
+    copies' unrolled loops must keep constant extents)."""
+    *_, C, funcs = matmul.algorithm_fp16(k_step=k_step)
+    matmul.gpu_schedule_tensor_core(funcs)
+    stmt = lower(Environment.of([C]), halo.Target("cuda", arch="sm_90")).stmt
+    steps = [x for x in walk(stmt) if isinstance(x, n.For) and x.name.endswith(".ko")]
+
+    def clamped(loop):  # a panel's region clamped to k's end: `max.ahead = min(..)`
+        return any(isinstance(let, n.LetStmt) and let.name.endswith(".max.ahead")
+                   and isinstance(let.value, n.Min) for let in walk(loop.body))
+    assert len(steps) > 1
+    assert any(not clamped(loop) for loop in steps)
+    assert any(clamped(loop) for loop in steps)  # the last steps keep the general code
