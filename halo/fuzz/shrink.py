@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from halo.fuzz.check import Case, Outcome, case_program
+from halo.errors import HaloError
+from halo.fuzz.check import Case, NotApplicable, Outcome, case_program
 from halo.random_programs.random_pipeline import random_pipeline
 
 RunMany = Callable[[list[Case]], list[Outcome]]
@@ -35,7 +36,10 @@ def shrink(case: Case, outcome: Outcome, run_many: RunMany) -> tuple[Case, Outco
         if _signature(got) == want:
             case, outcome = cand, got
             break
-    _, calls, _ = case_program(replace(case, keep=None))
+    try:
+        _, calls, _ = case_program(replace(case, keep=None))
+    except (HaloError, NotApplicable):  # drawing the schedule fails: no calls to drop
+        return case, outcome
     keep = list(range(len(calls)))
     last = len(calls) - 1
     for i in reversed(range(len(calls))):

@@ -23,7 +23,6 @@ from collections.abc import Iterable
 
 from halo.analysis.loops import Fuse, LoopTransform, Split
 from halo.ir import nodes as n
-from halo.ir.nodes import ForKind
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import var_names
 from halo.ir.visitor import walk
@@ -72,41 +71,43 @@ def distinct_points_problem(func: str, args: tuple[n.Expr, ...], rvars: set[str]
     return None
 
 
-def order_change(old: list[Dim], new: list[Dim]) -> list[tuple[str, str]]:
-    """Pairs of loops over reduction variables whose relative order changed. Two
-    iterations whose order flips differ in both loops of such a pair (the first loop
-    they differ in before and after the change), so it is enough that one loop of each
-    pair writes different points for different values."""
-    before = [d.name for d in old if not d.pure]
-    after = [d.name for d in new if not d.pure]
-    return [(a, b) for i, a in enumerate(after) for b in after[i + 1:]
-            if before.index(a) > before.index(b)]
-
-
 def regroupings(initial: list[str], rvars: set[str], transforms: Iterable[LoopTransform],
                 dims: list[Dim]) -> tuple[list[tuple[str, str]], dict[str, frozenset[str]]]:
     """The pairs of loops over reduction variables whose relative order `dims` (the
-    stage's loops, outermost first) and its fuses changed from the order the splits and
-    fuses alone give (`initial` dimensions, outermost first; a fuse of two loops that
-    order has the other way round changes it too), and every loop's source variables.
-    Checked together at each call, they can't drift from what was allowed."""
-    natural = list(initial)
+    stage's loops, outermost first) changed from the order the splits alone give
+    (`initial` dimensions, outermost first), and every loop's source variables. Checked
+    together at each call, they can't drift from what was allowed.
+
+    The order is compared on leaf loops: a fused loop runs its outer loop's leaves, then
+    its inner loop's, at its own place, so fusing a pure loop with a reduction loop (or
+    moving the fused loop) swaps only what its reduction leaves pass. Splitting a fused
+    loop makes its two halves leaves, at the place of its first leaf: the swaps that
+    gathering its leaves there makes are counted at that split."""
+    order = list(initial)
+    leaves = {name: (name,) for name in initial}
     sources = {name: frozenset({name}) for name in initial}
+
+    def flips(seq: list[str]) -> list[tuple[str, str]]:
+        rank = {leaf: i for i, leaf in enumerate(order)}
+        carried = [leaf for leaf in seq if sources[leaf] & rvars]
+        return [(a, b) for i, a in enumerate(carried) for b in carried[i + 1:]
+                if rank[a] > rank[b]]
+
     pairs: list[tuple[str, str]] = []
     for t in transforms:
         if isinstance(t, Split):
-            k = natural.index(t.old)
-            natural[k:k + 1] = [t.outer, t.inner]
             sources[t.outer] = sources[t.inner] = sources[t.old]
+            old = leaves[t.old]
+            at = min(order.index(leaf) for leaf in old)
+            rest = [leaf for leaf in order if leaf not in old]
+            pairs += flips([*rest[:at], *old, *rest[at:]])
+            order = [*rest[:at], t.outer, t.inner, *rest[at:]]
+            leaves[t.outer], leaves[t.inner] = (t.outer,), (t.inner,)
         elif isinstance(t, Fuse):
-            outer, inner = natural.index(t.outer), natural.index(t.inner)
-            if inner < outer and sources[t.outer] & rvars and sources[t.inner] & rvars:
-                pairs.append((t.outer, t.inner))
             sources[t.fused] = sources[t.outer] | sources[t.inner]
-            natural[outer] = t.fused
-            natural.remove(t.inner)
-    before = [Dim(name, ForKind.SERIAL, not sources[name] & rvars) for name in natural]
-    return pairs + order_change(before, dims), sources
+            leaves[t.fused] = leaves[t.outer] + leaves[t.inner]
+    pairs += flips([leaf for d in dims for leaf in leaves[d.name]])
+    return list(dict.fromkeys(pairs)), sources
 
 
 WAYS_OUT = ("rfactor(...) (an associative update becomes a parallel intermediate plus a "

@@ -2,6 +2,7 @@
 what would be legal. The whole message is asserted: it is what the user reads."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import halo
@@ -263,3 +264,25 @@ def test_rfactor_name_taken():
         "g.update(0).rfactor(r.x, u): a Func or input named 'inp' is already part of this "
         "pipeline; pass another name=... to rfactor. The loops of g.update(0) are, "
         "outermost first: r.x, r.y")
+
+
+def test_fusing_a_row_loop_into_a_scan_keeps_the_scan_in_order():
+    """A scan along each row, rows and columns split: fusing the inner row loop with the
+    inner column loop inside the outer column loop keeps every row's columns in order (it
+    runs, as the reference does); the fused loop outside the outer column loop would run
+    inner columns before outer ones, and is refused."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((1, 12), name="r")
+    s = halo.Func("s")
+    s[y, x] = inp[y, x]
+    s[y, r.x] = s[y, r.x - 1] * 0.5 + inp[y, r.x]
+    yo, yi, rxo, rxi, f = halo.vars("yo yi rxo rxi f")
+    scan = s.update(0).split(y, yo, yi, 2).split(r.x, rxo, rxi, 5).reorder(yo, rxo, yi, rxi)
+    scan.fuse(yi, rxi, f)
+    data = np.random.default_rng(5).standard_normal((7, 13)).astype(np.float32)
+    got = s.realize((7, 13), inputs={inp: data})
+    np.testing.assert_allclose(got, halo.reference(s, (7, 13), inputs={inp: data}),
+                               rtol=1e-5)
+    assert message_of(lambda: scan.reorder(yo, f, rxo)).startswith(
+        "s.update(0).reorder(yo, f, rxo): this swaps the reduction loops rxo and rxi, but "
+        "it reads s[y, r.x - 1] while writing s[y, r.x]")

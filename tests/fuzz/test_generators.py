@@ -189,3 +189,17 @@ def test_shrinking_an_illegal_case_keeps_its_illegal_call():
     dropped_last = Case(seed, seed, legal=False, keep=tuple(range(len(drawn) - 1)))
     assert run_case(dropped_last).kind == REJECTED
     assert run_case(Case(seed, seed, legal=False)).kind == OK
+
+
+def test_shrinking_a_case_whose_schedule_cannot_be_drawn_returns_it(monkeypatch):
+    """A legal schedule refused while it is drawn has no calls to drop: the shrinker
+    keeps the case (and the smallest stage that still fails) instead of raising."""
+    import halo.fuzz.shrink as shrink_module
+
+    def refuse(case):
+        raise halo.ScheduleError("s1.fuse(a, b): refused while drawing")
+    monkeypatch.setattr(shrink_module, "case_program", refuse)
+    refused = Outcome(REJECTED, "drawing: ScheduleError: s1.fuse(a, b): refused")
+    case = Case(3, 3)
+    small, outcome = shrink(case, refused, lambda cases: [refused for _ in cases])
+    assert outcome == refused and small.program_seed == 3 and small.output is not None

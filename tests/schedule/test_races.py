@@ -4,9 +4,10 @@ tests/analysis/test_loops.py)."""
 from __future__ import annotations
 
 from halo.ir import nodes as n
+from halo.analysis.loops import Fuse, Split
 from halo.schedule.races import (
     distinct_points_problem,
-    order_change,
+    regroupings,
     self_read_problem,
 )
 from halo.schedule.records import Dim
@@ -15,11 +16,36 @@ rx, ry, y = n.Var("r.x"), n.Var("r.y"), n.Var("y")
 RVARS = {"r.x", "r.y"}
 
 
-def test_order_change_lists_swapped_reduction_loops_only():
+def _swaps(initial, transforms, order):
+    swaps, _ = regroupings(initial, {"r"}, transforms, [Dim(name) for name in order])
+    return swaps
+
+
+def test_reorders_swap_reduction_loops_only():
     """Moving a pure loop past reduction loops swaps nothing; swapping two does."""
-    old = [Dim("y"), Dim("a", pure=False), Dim("b", pure=False), Dim("c", pure=False)]
-    assert order_change(old, [old[1], old[0], old[2], old[3]]) == []
-    assert order_change(old, [old[0], old[3], old[1], old[2]]) == [("c", "a"), ("c", "b")]
+    split = [Split("r", "ro", "ri", 4), Split("ri", "a", "b", 2)]
+    assert _swaps(["y", "r"], split, ["ro", "y", "a", "b"]) == []
+    assert _swaps(["y", "r"], split, ["y", "b", "ro", "a"]) == [("b", "ro"), ("b", "a")]
+
+
+def test_a_fused_loop_swaps_only_what_its_reduction_leaves_pass():
+    """yo, ro, yi, ri with yi and ri fused: ri stays inside ro, whatever yi does; a fused
+    loop outside ro takes ri past it; fusing ri outside ro swaps them."""
+    splits = [Split("y", "yo", "yi", 4), Split("r", "ro", "ri", 4)]
+    fused = [*splits, Fuse("yi", "ri", "f")]
+    assert _swaps(["y", "r"], fused, ["yo", "ro", "f"]) == []
+    assert _swaps(["y", "r"], fused, ["yo", "f", "ro"]) == [("ri", "ro")]
+    assert _swaps(["y", "r"], [*splits, Fuse("ri", "ro", "f")], ["yo", "yi", "f"]) == \
+        [("ri", "ro")]
+
+
+def test_splitting_a_fused_loop_keeps_the_swaps_of_its_fuse():
+    """The halves of a fused loop are leaves; the swap the fuse made is not forgotten."""
+    fused = [Split("r", "ro", "ri", 4), Fuse("ri", "ro", "f"), Split("f", "fo", "fi", 8)]
+    assert _swaps(["r"], fused, ["fo", "fi"]) == [("ri", "ro")]
+    in_order = [Split("r", "ro", "ri", 4), Fuse("ro", "ri", "f"), Split("f", "fo", "fi", 8)]
+    assert _swaps(["r"], in_order, ["fo", "fi"]) == []
+    assert _swaps(["r"], in_order, ["fi", "fo"]) == [("fi", "fo")]
 
 
 def test_left_sides_that_tell_values_apart():
