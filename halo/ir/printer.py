@@ -92,9 +92,9 @@ def _range_text(lo: n.Expr, extent: n.Expr) -> str:
         return expr_to_str(extent)
     if isinstance(lo, n.Const) and isinstance(extent, n.Const):
         return f"{lo.value}, {lo.value + extent.value}"
-    match extent:  # extent == hi - lo + 1 (how bounds inference writes it): range(lo, hi + 1)
-        case n.Add(a=n.Sub(a=hi, b=lo2), b=n.Const(value=1)) if lo2 == lo:
-            return f"{expr_to_str(lo)}, {expr_to_str(n.Add(hi, n.Const(extent.type, 1)))}"
+    match extent:  # extent == hi - lo + c (bounds inference writes c = 1): range(lo, hi + c)
+        case n.Add(a=n.Sub(a=hi, b=lo2), b=n.Const(value=c)) if lo2 == lo:
+            return f"{expr_to_str(lo)}, {expr_to_str(n.Add(hi, n.Const(extent.type, c)))}"
     return f"{expr_to_str(lo)}, {expr_to_str(n.Add(lo, extent))}"
 
 

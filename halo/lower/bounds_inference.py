@@ -67,7 +67,7 @@ def bounds_inference(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
     for name in ctx.outputs:
         f = ctx.env.funcs[name]
         region = _apply_bounds(f, _output_region(f))
-        lets += _stage_lets(name, region, region, ctx)
+        lets += _stage_lets(name, region, region, ctx, simplifier)
     stmt = _wrap(lets, stmt)
     _record_checks(stmt, ctx, simplifier)
     ctx.checks[:] = [_strip_promises(c, loop_variables) for c in ctx.checks]
@@ -170,7 +170,8 @@ def _wrap(lets: list[tuple[str, n.Expr]], body: n.Stmt) -> n.Stmt:
     return body
 
 
-def _stage_lets(name: str, pure_region, required, ctx: LowerContext):
+def _stage_lets(name: str, pure_region, required, ctx: LowerContext,
+                simplifier: Simplifier):
     """Lets for the pure dimensions of every stage: updates over `required`, the pure
     stage over `pure_region`. Update lets come first (the pure region may refer to them)."""
     f = ctx.env.funcs[name]
@@ -181,8 +182,18 @@ def _stage_lets(name: str, pure_region, required, ctx: LowerContext):
         for v in d.pure_var_names():
             i = dim_of[v]
             prefix = ctx.stage_prefix(name, k) + v
-            lets += [(prefix + ".min", region[i].min), (prefix + ".max", region[i].max)]
+            lets += [(prefix + ".min", region[i].min),
+                     (prefix + ".max", _from_min(prefix + ".min", region[i], simplifier))]
     return lets
+
+
+def _from_min(min_name: str, iv: Interval, simplifier: Simplifier) -> n.Expr:
+    """`iv.max`, as `min + c` when the extent is the constant c + 1 (a tile's region), so
+    that the simplifier, which substitutes such lets, cancels differences of the two."""
+    extent = simplifier.expr(n.Sub(iv.max, iv.min))
+    if isinstance(extent, n.Const):
+        return n.Add(n.Var(min_name, iv.min.type), extent)
+    return iv.max
 
 
 def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
@@ -215,7 +226,7 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
                     f"bound in dimension {i}; clamp the index into the range {name} should "
                     "cover (e.g. halo.clamp(idx, 0, bins - 1))")
             pure_region.append(Interval.union(req, iv))
-    lets = _stage_lets(name, pure_region, required, ctx)
+    lets = _stage_lets(name, pure_region, required, ctx, simplifier)
     return [(nm, simplifier.expr(v)) for nm, v in lets]
 
 

@@ -544,8 +544,9 @@ def test_loop_variable_range_is_used_inside_the_loop() -> None:
 
 
 def test_if_let_and_block_rules() -> None:
-    """Constant conditions pick a branch, trivial lets are substituted, unused ones dropped,
-    and empty statements leave blocks."""
+    """Constant conditions pick a branch, trivial lets (a constant, a variable offset and
+    scaled by constants) are substituted, unused ones dropped, and empty statements leave
+    blocks."""
     then = provide("f", c(1), x)
     assert stmt_text(n.IfThenElse(c(True).node, then, provide("f", c(2), x))) == "f[x] = 1\n"
     assert stmt_text(n.IfThenElse((c(3) < c(2)).node, then)) == "pass\n"
@@ -555,8 +556,10 @@ def test_if_let_and_block_rules() -> None:
         == "f[x] = 14\n"
     assert stmt_text(n.LetStmt("t", y.node, provide("f", var("t") + 1, x))) == "f[x] = y + 1\n"
     assert stmt_text(n.LetStmt("t", (y * 3).node, then)) == "f[x] = 1\n"
-    kept = n.LetStmt("t", (y * 3).node, provide("f", var("t") - var("t") + var("t"), x))
-    assert stmt_text(kept) == "t = y * 3\nf[x] = t\n"
+    offset = n.LetStmt("t", (y * 3 + 4).node, provide("f", var("t") - y * 3, x))
+    assert stmt_text(offset) == "f[x] = 4\n"
+    kept = n.LetStmt("t", (y * y).node, provide("f", var("t") - var("t") + var("t"), x))
+    assert stmt_text(kept) == "t = y * y\nf[x] = t\n"
     assert stmt_text(n.Block((n.NO_OP, then, n.IfThenElse(c(False).node, then)))) \
         == "f[x] = 1\n"
 
@@ -590,12 +593,14 @@ def test_unchanged_statement_is_returned_as_is() -> None:
 
 
 def test_let_expression_rules() -> None:
-    """Let expressions of a Var or Const are substituted; unused ones are dropped."""
+    """Let expressions of a Const, or a Var offset and scaled by constants, are
+    substituted; unused ones are dropped."""
     t = var("t")
     check([
         (let("t", y, t + 1), "y + 1"),
         (let("t", x * 3, y), "y"),
-        (let("t", x * 3, t + t), "let(t=x * 3, t * 2)"),
+        (let("t", x * 3 + 1, t - x * 3), "1"),
+        (let("t", x * y, t + t), "let(t=x * y, t * 2)"),
         (let("t", cast(int32, u), mn(t, 300)), "let(t=int32(u), t)"),
     ])
 

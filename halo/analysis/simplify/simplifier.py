@@ -17,7 +17,9 @@ Statements (never moved across one another, so nothing crosses a Load or Store):
   * For: an extent <= 0, or an empty body, is a no-op; a serial loop of extent 1 becomes
     `LetStmt(var, min, body)`; other kinds keep their loops.
   * IfThenElse with a constant condition is the chosen branch; empty branches go.
-  * LetStmt / Let bound to a Const or a Var is substituted; unused, it is dropped.
+  * LetStmt / Let bound to a Const, a Var, or a Var offset and scaled by constants
+    (`v * 64 + 128`: what a loop's region lets are) is substituted, so that differences
+    of such lets cancel; unused, it is dropped.
   * Block drops no-ops (`nodes.block`).
 """
 from __future__ import annotations
@@ -93,6 +95,20 @@ def can_prove(cond: n.Expr) -> bool:
 def is_const_true(e: n.Expr) -> bool:
     """Whether `e` is the bool constant true."""
     return isinstance(e, n.Const) and e.type.is_bool and e.value == 1
+
+
+def _trivial_var(e: n.Expr) -> str | None:
+    """The variable of `e` if it is a Var offset and scaled by constants, else None."""
+    while isinstance(e, (n.Add, n.Sub, n.Mul)) and isinstance(e.b, n.Const):
+        e = e.a
+    return e.name if isinstance(e, n.Var) else None
+
+
+def _trivial(e: n.Expr) -> bool:
+    """Whether a let of `e` is substituted: a constant, or a Var offset and scaled by
+    constants (integer only: float arithmetic isn't re-associated)."""
+    return isinstance(e, n.Const) or (
+        _trivial_var(e) is not None and (isinstance(e, n.Var) or not e.type.is_float))
 
 
 def _is_no_op(s: n.Stmt | None) -> bool:
@@ -238,7 +254,8 @@ class Simplifier(IRMutator):
         for name in self._structure.var_names(e):
             bounds, value = scope.get(name), replacements.get(name)
             if value is not None:
-                value_bounds = scope.get(value.name) if isinstance(value, n.Var) else None
+                below = _trivial_var(value)
+                value_bounds = None if below is None else scope.get(below)
                 facts.append((name, bounds, self._structure.of(value), value_bounds))
             elif bounds is not None:
                 facts.append((name, bounds))
@@ -290,7 +307,7 @@ class Simplifier(IRMutator):
         """A Let or LetStmt: a constant or variable value is substituted, an unused
         binding dropped, and the body simplified knowing the value's bounds."""
         value = self.expr(let.value)
-        if isinstance(value, (n.Const, n.Var)):
+        if _trivial(value):
             with self._replacing(let.name, value):
                 return simplify_body(let.body)
         with self._bound(let.name, value):
@@ -343,7 +360,7 @@ class Simplifier(IRMutator):
             self._enter(parent)
 
     def _replacing(self, name: str, value: n.Expr):
-        """Simplify with the variable `name` replaced by `value` (a Const or Var). The same
+        """Simplify with the variable `name` replaced by `value` (`_trivial`). The same
         as simplifying the body with `value` substituted, without rebuilding the body
         once per such let first (benchmarks/compile_time.py)."""
         return self._context(name, value=value)
