@@ -53,6 +53,15 @@ __device__ __forceinline__ void halo_copy_lanes(T* to, const T* from) {
         for (int i = 0; i < N; ++i) to[i] = from[i];
     }
 }
+// A misaligned asynchronous copy, out of line: inlined, ptxas may predicate its N loads
+// and stores into the aligned path instead of branching around them (in a tensor-core
+// k loop, that was most of the instructions issued). Both pointers are memory, never a
+// thread's registers, so the call costs no local memory.
+template <int N, typename T>
+__device__ __noinline__ void halo_copy_each(T* to, const T* from) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) to[i] = from[i];
+}
 // Double buffering: a copy of N lanes of T (N * sizeof(T) is 4, 8 or 16 bytes) from
 // global to shared memory, started now (cp.async, sm_80 on; before, made at once);
 // halo_async_commit closes the group of copies started since the last, and
@@ -62,7 +71,7 @@ template <int N, bool CHECK, typename T>
 __device__ __forceinline__ void halo_copy_async(T* to, const T* from) {
 #if __CUDA_ARCH__ >= 800
     constexpr int BYTES = N * sizeof(T);
-    if (!CHECK || ((size_t)to | (size_t)from) % BYTES == 0) {
+    if (!CHECK || __builtin_expect(((size_t)to | (size_t)from) % BYTES == 0, 1)) {
         unsigned address = (unsigned)__cvta_generic_to_shared(to);
         if (BYTES == 16) {
             asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
@@ -74,8 +83,7 @@ __device__ __forceinline__ void halo_copy_async(T* to, const T* from) {
     } else
 #endif
     {
-#pragma unroll
-        for (int i = 0; i < N; ++i) to[i] = from[i];
+        halo_copy_each<N>(to, from);
     }
 }
 // The same for a scalar, or zeros where `copy` is false (the source isn't read then).
