@@ -160,14 +160,14 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
             raise TypeError(f"not a statement: {s!r}")
 
 
-# A loop nest shows bounds up to this long; longer ones (a partitioned loop's nested
-# clamps reach a thousand characters) print as `...`, as stores do.
-_LONGEST_BOUNDS = 140
+# A loop nest shows loop lines up to this long; longer bounds (a partitioned loop's
+# nested clamps reach a thousand characters) print as `...`, as stores do.
+_LONGEST_LINE = 160
 
 
 def loop_nest_to_str(s: n.Stmt) -> str:
-    """Only the structure: produce blocks, loops (with kinds; bounds longer than
-    `_LONGEST_BOUNDS` as `...`) and storage, no arithmetic."""
+    """Only the structure: produce blocks, loops (with kinds; bounds that would make the
+    line longer than `_LONGEST_LINE` as `...`) and storage, no arithmetic."""
     lines: list[str] = []
 
     def visit(s: n.Stmt, ind: int) -> None:
@@ -178,10 +178,10 @@ def loop_nest_to_str(s: n.Stmt) -> str:
                     visit(c, ind)
             case n.For(name=name, min=lo, extent=ext, kind=kind, body=b):
                 word = "range" if kind is n.ForKind.SERIAL else kind.value
-                bounds = _range_text(lo, ext)
-                if len(bounds) > _LONGEST_BOUNDS:
-                    bounds = "..."
-                lines.append(f"{pad}for {name} in {word}({bounds}):")
+                line = f"{pad}for {name} in {word}({_range_text(lo, ext)}):"
+                if len(line) > _LONGEST_LINE:
+                    line = f"{pad}for {name} in {word}(...):"
+                lines.append(line)
                 visit(b, ind + 1)
             case n.ProducerConsumer(name=name, produce=p, consume=c):
                 lines.append(f"{pad}produce {name}:")

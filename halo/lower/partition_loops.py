@@ -132,7 +132,7 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
             return _branch(everywhere, _partition(fast, original), original)
     # Not a loop around producers computed per iteration (a tile loop): copying those
     # multiplies code for a clamp or two per tile.
-    if loop.kind is ForKind.SERIAL and not isinstance(loop.extent, n.Const) \
+    if loop.kind is ForKind.SERIAL \
             and not any(isinstance(s, n.Allocate) for s in walk(loop.body)):
         return _partition_clamps(loop, original)
     return loop
@@ -227,7 +227,7 @@ def _clamps(s: n.Stmt, lets: dict[str, n.Expr], scope: dict[str, Interval],
             # iteration (and partitioning writes its bounds as clamps).
             lo, extent = substitute(lo, lets), substitute(extent, lets)
             inner = Interval(lo, simplify(n.Sub(n.Add(lo, extent), n.const(1))))
-            if kind is ForKind.SERIAL and not isinstance(extent, n.Const):
+            if kind is ForKind.SERIAL:
                 owned = {*owned, name}
             # Only clamps in vector code: there a clamp turns each dense access into a
             # gather; in scalar code it is two cheap instructions, not worth a copy.

@@ -131,6 +131,44 @@ def test_clamps_of_a_boundary_condition_leave_the_steady_state():
     assert not all(clamp_free(lp) for lp in loops)  # the edges keep their clamps
 
 
+def _blur_x_in_tiles():
+    """A clamped 1x3 blur computed per 8 x 32 tile of its consumer: its loops inside the
+    tile have constant extents (10 rows, 4 vectors of 8)."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    clamped = halo.boundary.repeat_edge(inp)
+    blur_x, out = halo.Func("blur_x"), halo.Func("out")
+    blur_x[y, x] = clamped[y, x - 1] + clamped[y, x] + clamped[y, x + 1]
+    out[y, x] = blur_x[y - 1, x] + blur_x[y, x] + blur_x[y + 1, x]
+    out.tile(y, x, yo, xo, yi, xi, 8, 32).vectorize(xi, 8)
+    blur_x.compute_at(out, xo).vectorize(x, 8)
+    return inp, out
+
+
+def test_clamps_in_a_tile_of_constant_extent_leave_the_steady_state():
+    """A producer's loops inside its consumer's tile run a constant number of times; a
+    serial one of them is split around its clamps as a loop of run-time extent is (the
+    vectors of most tiles read the input unclamped)."""
+    _, out = _blur_x_in_tiles()
+    before = lower_until(out, "storage_flattening")[0]
+    assert n.const(10) in [lp.extent for lp in nodes_of(before, n.For)
+                           if lp.name == "blur_x.s0.y"]
+    rows = [lp for lp in nodes_of(partitioned(out), n.For) if lp.name == "blur_x.s0.y"
+            and isinstance(lp.body, n.For)]
+    assert len(rows) > 2
+    vectors = [lp for lp in nodes_of(partitioned(out), n.For) if lp.name == "blur_x.s0.x.x"]
+    assert any(not [m for ld in nodes_of(lp, n.Load)
+                    for m in nodes_of(ld.index, n.Min) + nodes_of(ld.index, n.Max)]
+               for lp in vectors)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (7, 13), (9, 40), (17, 67)])
+def test_clamps_in_a_tile_match_the_reference(shape):
+    inp, out = _blur_x_in_tiles()
+    data = np.random.default_rng(shape[1]).random(shape, dtype=np.float32)
+    np.testing.assert_allclose(out.realize(shape, inputs={inp: data}),
+                               halo.reference(out, shape, inputs={inp: data}), rtol=1e-6)
+
+
 @pytest.mark.parametrize("width", [1, 2, 3, 8, 9, 17, 33])
 def test_partitioned_clamps_match_the_reference(width):
     """Prologue, steady state and epilogue of a clamped stencil cover every width."""
