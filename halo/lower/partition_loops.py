@@ -210,8 +210,8 @@ def _clamps(s: n.Stmt, lets: dict[str, n.Expr], scope: dict[str, Interval],
             owned: set[str], vector: bool = False, spine: bool = False):
     """Every integer Min and Max in vector code in `s` (`vector`: `s` is), with the lets
     around it (substituted into one another), the ranges of the loops inside `s` around
-    it, and the names of those that are serial of run-time extent (whose own
-    partitioning handles what reads them). With `spine`, also those of the lets on the
+    it, and the names of those that are serial (whose own partitioning handles what
+    reads them). With `spine`, also those of the lets on the
     loop body's spine (outside any loop in it): in a GPU block's serial loop, these
     lets (a region computed per iteration: `min(ko * 64 + 63, k - 1)`) are the extents,
     guards and indices of every thread loop below, which a picked side makes constant."""

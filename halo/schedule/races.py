@@ -82,7 +82,10 @@ def regroupings(initial: list[str], rvars: set[str], transforms: Iterable[LoopTr
     its inner loop's, at its own place, so fusing a pure loop with a reduction loop (or
     moving the fused loop) swaps only what its reduction leaves pass. Splitting a fused
     loop makes its two halves leaves, at the place of its first leaf: the swaps that
-    gathering its leaves there makes are counted at that split."""
+    gathering its leaves there makes are counted at that split. Two iterations whose
+    order flips differ in both loops of such a pair (the first loop they differ in before
+    and after the change), so it is enough that one loop of each pair writes different
+    points for different values."""
     order = list(initial)
     leaves = {name: (name,) for name in initial}
     sources = {name: frozenset({name}) for name in initial}
