@@ -3,8 +3,8 @@ side tells a variable's values apart (which original variables a loop is made of
 tests/analysis/test_loops.py)."""
 from __future__ import annotations
 
-from halo.ir import nodes as n
 from halo.analysis.loops import Fuse, Split
+from halo.ir import nodes as n
 from halo.schedule.races import (
     distinct_points_problem,
     regroupings,
