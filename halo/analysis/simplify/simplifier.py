@@ -304,8 +304,8 @@ class Simplifier(IRMutator):
         return self._simplify_let(e, self.expr)
 
     def _simplify_let(self, let: n.Let | n.LetStmt, simplify_body):
-        """A Let or LetStmt: a constant or variable value is substituted, an unused
-        binding dropped, and the body simplified knowing the value's bounds."""
+        """A Let or LetStmt: a `_trivial` value is substituted, an unused binding
+        dropped, and the body simplified knowing the value's bounds."""
         value = self.expr(let.value)
         if _trivial(value):
             with self._replacing(let.name, value):
