@@ -164,18 +164,10 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
                 rejected.add(node)
                 continue
             for side, cond in sides if spine else sides[:1]:
-                if cond is None:
-                    continue
-                if isinstance(cond, n.Const):
-                    if cond.value:  # the same side in every iteration
-                        picks[node] = side
-                        break
-                    continue
-                signs = {_loop_sign(c, loop.name) for c in _conjuncts(cond)}
-                if _is_index_condition(cond) and 0 not in signs and \
-                        (not spine or signs == {-1}):
+                if _can_pick(cond, loop.name, spine):
                     picks[node] = side
-                    conditions.append(cond)
+                    if not isinstance(cond, n.Const):
+                        conditions.append(cond)
                     break
         if len(picks) == picks_before:
             break
@@ -193,6 +185,16 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
     return block(part(loop.min, start, original.body),
                  _partition(part(start, end, fast_body), part(start, end, original.body)),
                  part(end, last, original.body))
+
+
+def _can_pick(cond: n.Expr | None, name: str, spine: bool) -> bool:
+    """Whether a side chosen under `cond` can be picked for loop `name`'s steady state:
+    `cond` is true (the same side in every iteration), or an index condition linear in
+    the loop variable (for a spine clamp, bounding it from above: true from the start)."""
+    if cond is None or isinstance(cond, n.Const):
+        return cond is not None and bool(cond.value)
+    signs = {_loop_sign(c, name) for c in _conjuncts(cond)}
+    return _is_index_condition(cond) and 0 not in signs and (not spine or signs == {-1})
 
 
 def _picked(e, picks: dict[n.Expr, n.Expr]):
@@ -281,13 +283,15 @@ def _sides(node: n.Expr, lets, scope: dict[str, Interval], owned: set[str],
     if a_moves == b_moves or name not in free_vars(a if a_moves else b) \
             or free_vars(a if a_moves else b) & owned:
         return None
-    (side, moved), (fixed_side, other) = (((picked(node.a), a), (picked(node.b), b)) if a_moves
-                                          else ((picked(node.b), b), (picked(node.a), a)))
-    # max(v, c) is v where c <= v, c where v <= c; min(v, c) the other way round.
-    v_first = isinstance(node, n.Max)
+    sides = [(picked(node.a), a), (picked(node.b), b)] if a_moves else \
+        [(picked(node.b), b), (picked(node.a), a)]
+    (_, moved), (_, other) = sides
+    # max(v, c) is v where c <= v, c where v <= c; min(v, c) the other way round:
+    # (lo, hi) with lo <= hi choosing each side.
+    order = [(other, moved), (moved, other)]
     out = []
-    for chosen, (lo, hi) in ((side, (other, moved) if v_first else (moved, other)),
-                             (fixed_side, (moved, other) if v_first else (other, moved))):
+    for (chosen, _), (lo, hi) in zip(sides, order if isinstance(node, n.Max) else order[::-1],
+                                     strict=True):
         low = _exact_low(simplify(n.Sub(hi, lo)), scope)
         out.append((chosen, None if low is None else
                     simplify(n.LE(n.const(0, low.type), low))))

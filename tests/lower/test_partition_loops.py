@@ -24,6 +24,12 @@ def partitioned(f: halo.Func) -> n.Stmt:
     return lower_until(f, "partition_loops")[0]
 
 
+def _loads_unclamped(stmt: n.Stmt) -> bool:
+    """Whether no load in `stmt` has a min or max in its index."""
+    return not [m for ld in nodes_of(stmt, n.Load)
+                for m in nodes_of(ld.index, n.Min) + nodes_of(ld.index, n.Max)]
+
+
 def guards_inside(stmt: n.Stmt, kind: ForKind) -> list[n.IfThenElse]:
     """The IfThenElse nodes inside loops of `kind` in `stmt`."""
     return [g for lp in nodes_of(stmt, n.For) if lp.kind is kind
@@ -124,8 +130,7 @@ def test_clamps_of_a_boundary_condition_leave_the_steady_state():
     stmt = partitioned(f)
 
     def clamp_free(lp: n.For) -> bool:
-        return not [m for ld in nodes_of(lp, n.Load) for m in nodes_of(ld.index, n.Min)
-                    + nodes_of(ld.index, n.Max)] and not nodes_of(lp, n.IfThenElse)
+        return _loads_unclamped(lp) and not nodes_of(lp, n.IfThenElse)
     loops = [lp for lp in nodes_of(stmt, n.For) if lp.name == "f.s0.x.x"]
     assert any(clamp_free(lp) for lp in loops)
     assert not all(clamp_free(lp) for lp in loops)  # the edges keep their clamps
@@ -152,13 +157,12 @@ def test_clamps_in_a_tile_of_constant_extent_leave_the_steady_state():
     before = lower_until(out, "storage_flattening")[0]
     assert n.const(10) in [lp.extent for lp in nodes_of(before, n.For)
                            if lp.name == "blur_x.s0.y"]
-    rows = [lp for lp in nodes_of(partitioned(out), n.For) if lp.name == "blur_x.s0.y"
+    after = partitioned(out)
+    rows = [lp for lp in nodes_of(after, n.For) if lp.name == "blur_x.s0.y"
             and isinstance(lp.body, n.For)]
     assert len(rows) > 2
-    vectors = [lp for lp in nodes_of(partitioned(out), n.For) if lp.name == "blur_x.s0.x.x"]
-    assert any(not [m for ld in nodes_of(lp, n.Load)
-                    for m in nodes_of(ld.index, n.Min) + nodes_of(ld.index, n.Max)]
-               for lp in vectors)
+    vectors = [lp for lp in nodes_of(after, n.For) if lp.name == "blur_x.s0.x.x"]
+    assert any(_loads_unclamped(lp) for lp in vectors)
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (7, 13), (9, 40), (17, 67)])
