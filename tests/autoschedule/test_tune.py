@@ -209,17 +209,20 @@ def test_each_round_measures_random_walks_whatever_their_price():
 
 
 def test_a_larger_budget_resumes_without_measuring_again(tmp_path):
-    """The second session gets what the first left of a larger budget, and measures only
-    schedules the first did not (the root schedule again, as the values' reference)."""
+    """The second session gets what the first left of a larger budget (`extra`, not the
+    whole budget again), and measures only schedules the first did not (the root schedule
+    again, as the values' reference). `extra` leaves room for the root and one more
+    schedule on a busy machine."""
     path = tmp_path / "tuning.jsonl"
     inp, out, image = _blur()
     halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=BUDGET_S,
                       records=str(path))
     inp2, out2, _ = _blur()
+    extra = 12.0
     start = time.monotonic()
-    halo.autoschedule(out2, inputs={inp2: image}, measure=True, budget_s=BUDGET_S + 4,
+    halo.autoschedule(out2, inputs={inp2: image}, measure=True, budget_s=BUDGET_S + extra,
                       records=str(path))
-    assert time.monotonic() - start < BUDGET_S
+    assert time.monotonic() - start < BUDGET_S + extra - BUDGET_S / 2
     lines = [r for r in _records(path) if r["kind"] == "measurement"]
     sessions = list(dict.fromkeys(r["session"] for r in lines))
     assert len(sessions) == 2
