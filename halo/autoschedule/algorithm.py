@@ -84,6 +84,7 @@ class Algorithm:
         self.outputs = outputs
         self.scalars = scalars
         self._memo: dict = {}
+        self._reads: dict[tuple[str, str], bool] = {}
         self._forms: dict = {}  # id of an Access: its arguments' affine forms, sparse
         for f in funcs.values():
             for s in f.stages:
@@ -129,6 +130,16 @@ class Algorithm:
                 funcs[g.name] = FuncModel(g.name, g.dims, g.bytes, g.stages, g.is_output,
                                           lane_dim=g.lane_dim)
         return Algorithm(funcs, self.inputs, self.outputs, self.scalars)
+
+    def reads(self, func: str, name: str) -> bool:
+        """Whether Func `func` reads Func `name`, directly or through other Funcs."""
+        key = (func, name)
+        if key not in self._reads:
+            self._reads[key] = any(
+                not a.is_input and a.callee != func and (a.callee == name or
+                                                         self.reads(a.callee, name))
+                for s in self.funcs[func].stages for a in s.accesses)
+        return self._reads[key]
 
     def region_read(self, stage: StageModel, access: Access, box: dict[str, tuple[int, int]]
                     ) -> Box:

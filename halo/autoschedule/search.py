@@ -1,12 +1,17 @@
 """Beam search over the schedule space, guided by a cost model.
 
-A state decides the Funcs one at a time, from the outputs back (`State.order`); Funcs
-not decided yet are computed at root with halo's default nest while the state is
-priced. Each step expands every state of the beam into all its children (the next Func
-inlined, at root, or at any legal loop of its consumers, each with the nests
-`_nest_options` draws), prices all children in one batch, and keeps the `beam_size`
-cheapest. A second, finer pass then moves each Func's tile factors by x2 and /2 and
-toggles its vector width, fusion and unrolling, again keeping a beam.
+A state decides the Funcs one at a time, from the outputs back (`State.order`). Each
+step expands every state of the beam into all its children (the next Func inlined, at
+root, or at any legal loop of its consumers, each with the nests `_nest_options`
+draws), prices all children in one batch (the Funcs not decided yet at root, with
+halo's default nests), and keeps the `beam_size` cheapest. Priced so, an output's
+tilings can't be told apart while its producers sit at root, though the tiling decides
+where they can go (softmax: a row per task keeps a row's intermediates in L1). So the
+children that decide an output are also completed by their `rollout` (each Func left
+computed per tile of its consumers), and the few whose rollouts price lowest stay in
+the beam too; the cheapest rollouts join the final beam. A second, finer pass then
+moves each Func's tile factors by x2 and /2 and toggles its vector width, fusion and
+unrolling, again keeping a beam.
 
 `budget_s` is honoured: when the beam search runs out of time the remaining Funcs are
 decided greedily (a beam of one), and when that runs out too they stay at root. Ties
@@ -83,6 +88,7 @@ class Search:
         self.rng = random.Random(seed)
         self.deadline = deadline
         self.evaluations = 0
+        self.rollouts: list[Priced] = []  # the cheapest complete rollouts seen
 
     def price(self, states: list[State]) -> list[float]:
         """Predicted seconds of each state, in one batch."""
@@ -111,7 +117,7 @@ class Search:
             if time.monotonic() >= self.deadline + self._grace(start):
                 return [Priced(_rest_at_root(s), float("inf")) for s in beam]
             beam = [p.state for p in self._best(children, width)]
-        best = self._best(beam, self.beam_size)
+        best = self._best(_unique(beam + [p.state for p in self.rollouts]), self.beam_size)
         return self._refine(best)
 
     def _grace(self, start: State) -> float:
@@ -119,8 +125,9 @@ class Search:
         return 0.1 * len(start.alg.funcs)
 
     def _best(self, states: list[State], k: int) -> list[Priced]:
-        """The `k` cheapest states, and the cheapest few of each start (an rfactor pays
-        off only once its intermediate is scheduled, a few steps later)."""
+        """The `k` cheapest states, the cheapest few of each start (an rfactor pays
+        off only once its intermediate is scheduled, a few steps later), and the few
+        whose rollouts are cheapest (`_rolled_out`)."""
         prices = self.price(states)
         ranked = sorted(range(len(states)), key=lambda i: (prices[i], i))
         keep = ranked[:k]
@@ -129,7 +136,26 @@ class Search:
             per_start.setdefault(states[i].prefix, []).append(i)
         for group in per_start.values():
             keep += [i for i in group[:max(1, k // 4)] if i not in keep]
+        keep += [i for i in self._rolled_out(states, k) if i not in keep]
         return [Priced(states[i], prices[i]) for i in sorted(keep, key=lambda i: (prices[i], i))]
+
+    def _rolled_out(self, states: list[State], k: int) -> list[int]:
+        """Of the states that have just decided an output, the `k // 2` whose rollouts
+        are cheapest; the `k` cheapest rollouts so far are kept (`self.rollouts`).
+        States that differ only in the vectors and unrolling of that decision share a
+        rollout (the Funcs left go to the same loops): the first of them stands for
+        all."""
+        groups: dict[tuple, int] = {}
+        for i, s in enumerate(states):
+            if not s.complete and s.alg.funcs[s.decisions[-1][0]].is_output:
+                groups.setdefault(_coarse_key(s), i)
+        rolled = [rollout(states[i], self.machine.lanes) for i in groups.values()]
+        priced = [Priced(r, p) for r, p in zip(rolled, self.price(rolled), strict=True)]
+        order = sorted(range(len(priced)), key=lambda g: (priced[g].seconds, g))
+        self.rollouts = sorted({_key(p.state): p for p in self.rollouts + priced}.values(),
+                               key=lambda p: p.seconds)[:k]
+        firsts = list(groups.values())
+        return [firsts[g] for g in order[:max(1, k // 2)]]
 
     def _refine(self, beam: list[Priced]) -> list[Priced]:
         """The coarse-to-fine pass: each Func's nest moved to its neighbours."""
@@ -149,10 +175,21 @@ class Search:
         return beam
 
 
+def _key(s: State) -> tuple:
+    return s.decisions, s.locals_, s.prefix
+
+
+def _coarse_key(s: State) -> tuple:
+    """A state without the vectors and unrolling of its last decision."""
+    name, d = s.decisions[-1]
+    coarse = d.nest and (d.nest.tiles, d.nest.parallel, d.nest.fuse_outer)
+    return s.decisions[:-1], name, d.placement, coarse, s.locals_, s.prefix
+
+
 def _unique(states: list[State]) -> list[State]:
     seen, out = set(), []
     for s in states:
-        key = (s.decisions, s.locals_, s.prefix)
+        key = _key(s)
         if key not in seen:
             seen.add(key)
             out.append(s)
@@ -163,6 +200,51 @@ def _rest_at_root(s: State) -> State:
     for name in s.order[len(s.decisions):]:
         s = s.with_decision(name, Decision(Placement(ROOT)))
     return s
+
+
+def rollout(state: State, lanes: int) -> State:
+    """The state completed without search: each Func left, outputs back, computed per
+    tile of its consumers (at the deepest legal tile loop such that every loop out to
+    it moves what the consumer reads of it: no iteration computes again what the one
+    before did along a loop it doesn't depend on), with `_fused_nest`; at root where
+    no loop is such."""
+    alg = state.alg
+    while not state.complete:
+        name = state.next_func()
+        decided = state.decided
+        func_nests = nests(alg, decided)
+        best, depth = None, -1
+        for consumer, stage, loop in legal_sites(alg, decided, func_nests, name):
+            loops = func_nests[consumer].loops[stage]
+            stage_model = alg.funcs[consumer].stages[stage]
+            d = _depth(decided, consumer) + loop
+            if d > depth and loops[loop].tile and all(_moves(alg, stage_model, name, lp.var)
+                                                      for lp in loops[:loop + 1]):
+                best, depth = Placement(AT, consumer, stage, loop), d
+        if best is None:
+            state = state.with_decision(name, Decision(Placement(ROOT)))
+            continue
+        region = nests(alg, state.with_decision(name, Decision(best)).decided)[name].region
+        state = state.with_decision(name, Decision(best, _fused_nest(
+            alg.funcs[name], extent(region), lanes)))
+    return state
+
+
+def _depth(decided: dict[str, Decision], name: str) -> int:
+    """How many loops enclose Func `name`'s loops."""
+    p = decided[name].placement
+    return 0 if p.kind != AT else _depth(decided, p.consumer) + p.loop + 1
+
+
+def _fused_nest(f, extents: tuple[int, ...], lanes: int) -> Nest:
+    """A Func computed at a consumer's loop: untiled, vectorized along the dimension an
+    rfactor made (else the last one) where that is a vector long, its reduction loops
+    outside its pure ones (a register tile)."""
+    if not f.dims:
+        return Nest(())
+    dim = -1 if f.lane_dim is None else f.lane_dim
+    return Nest((WHOLE,) * len(f.dims), lanes if extents[dim] >= lanes else 0, dim,
+                unroll=f.has_updates, reduction_outer=f.has_updates)
 
 
 def root_everything(alg: Algorithm) -> State:
@@ -233,16 +315,9 @@ def _moves(alg: Algorithm, stage, name: str, var: str) -> bool:
         if a.is_input or a.callee == stage.func:
             continue
         if any(form is None or form[0][k] for form in a.affine) and (
-                a.callee == name or _reads(alg, a.callee, name)):
+                a.callee == name or alg.reads(a.callee, name)):
             return True
     return False
-
-
-def _reads(alg: Algorithm, func: str, name: str) -> bool:
-    """Whether Func `func` reads Func `name`, directly or through other Funcs."""
-    return any(not a.is_input and a.callee != func and (a.callee == name or
-                                                        _reads(alg, a.callee, name))
-               for s in alg.funcs[func].stages for a in s.accesses)
 
 
 def legal_sites(alg: Algorithm, decided: dict[str, Decision], func_nests: dict[str, FuncNest],

@@ -13,7 +13,7 @@ accumulators of a tile stay in registers while the reduction runs, as in
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 OUTER, WHOLE = 1, 0
 INLINE, ROOT, AT = "inline", "root", "at"
@@ -51,7 +51,8 @@ class Decision:
 @dataclass(frozen=True)
 class Loop:
     """One loop of a stage: its name, the loop variable it iterates (`var`), its trip
-    count, how many values of `var` one iteration covers (`inside`), and its kind."""
+    count, how many values of `var` one iteration covers (`inside`), and its kind
+    (`tile`: an outer loop of a tiled nest, whose iterations are its tiles)."""
     name: str
     var: str
     trips: int
@@ -61,6 +62,7 @@ class Loop:
     unrolled: bool = False
     fused_with: tuple[str, int] | None = None  # the inner loop fused in: (var, inside)
     fused: tuple[str, str] | None = None       # the names of the two loops fused
+    tile: bool = False
 
 
 def stage_loops(dims: tuple[str, ...], pure: tuple[str, ...],
@@ -115,6 +117,7 @@ def stage_loops(dims: tuple[str, ...], pure: tuple[str, ...],
         else:
             outer[0] = Loop(outer[0].name, outer[0].var, outer[0].trips, outer[0].inside,
                             parallel=True)
+    outer = [replace(lp, tile=True) for lp in outer]
     if nest.reduction_outer:
         return outer + reductions + inner
     return outer + inner + reductions

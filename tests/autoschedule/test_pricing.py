@@ -5,17 +5,20 @@ that move them, row reductions offered a vector rfactor, and a validation run th
 stays small when each output point is a long reduction."""
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 import halo
 from apps import conv_relu, matmul, softmax, unsharp
 from halo.autoschedule import _algorithm
 from halo.autoschedule.algorithm import Algorithm
+from halo.autoschedule.cost_model import default_model
 from halo.autoschedule.features import stage_features
 from halo.autoschedule.loop_nest import nests
 from halo.autoschedule.reductions import rfactor_variants
-from halo.autoschedule.search import _moves
-from halo.autoschedule.space import AT, ROOT, WHOLE, Decision, Nest, Placement
+from halo.autoschedule.search import Machine, Search, State, _moves, rollout
+from halo.autoschedule.space import AT, OUTER, ROOT, WHOLE, Decision, Nest, Placement
 from halo.autoschedule.validate import FULL_RUN_WORK, _shapes, _work_per_point
 from halo.lang.environment import Environment
 
@@ -43,9 +46,9 @@ def test_matmul_autoschedule_keeps_accumulators_in_a_local_tile():
     np.testing.assert_allclose(C.realize((n, n), inputs={A: a, B: b}), a @ b, rtol=1e-4)
 
 
-def _update_features(alg, decisions, name):
+def _update_features(alg, decisions, name, lanes=16):
     found = nests(alg, decisions)
-    return next(f for f in stage_features(alg, decisions, found, 2, 16,
+    return next(f for f in stage_features(alg, decisions, found, 2, lanes,
                                           (32 << 10, 1 << 20, 16 << 20))
                 if f.label.startswith(f"{name}.update"))
 
@@ -120,6 +123,59 @@ def test_row_reductions_get_a_vector_rfactor():
     calls, variant = variants[0]
     assert [c.method for c in calls] == ["split", "rfactor"] * 2
     assert {"row_max_intm", "row_sum_intm"} <= set(variant.funcs)
+
+
+def _softmax_variant(shape):
+    with halo.NameScope():
+        x, out, _ = softmax.algorithm()
+    est = {x: shape, out: shape}
+    alg = _algorithm(Environment.of([out]), est, None)
+    [(calls, variant)] = rfactor_variants(alg, [out], 2, 16,
+                                          lambda: _algorithm(Environment.of([out]), est, None))
+    return alg, calls, variant
+
+
+def test_a_rollout_fuses_each_producer_where_no_loop_recomputes_it():
+    """softmax after its vector rfactor, with only the output decided (a row per task):
+    the rollout computes every producer per row (along the columns loop, the row's
+    max and sum would be recomputed), the partial reductions vectorized across their
+    lanes with the reduction loop outside them: apps/softmax.py's schedule."""
+    _, calls, variant = _softmax_variant((64, 256))
+    row = Decision(Placement(ROOT), Nest((OUTER, WHOLE), 16, parallel=True))
+    done = rollout(State(variant, (("softmax", row),), prefix=calls), 16)
+    assert done.complete
+    decided = done.decided
+    for name in ("e", "row_sum", "row_max", "row_sum_intm", "row_max_intm"):
+        p = decided[name].placement
+        assert p.kind == AT and p.loop == 0 and p.store_loop is None, (name, p)
+    assert decided["e"].placement.consumer == "softmax"
+    partial = decided["row_sum_intm"].nest
+    assert (partial.vector, partial.vector_dim, partial.reduction_outer) == (16, 0, True)
+    loops = nests(variant, decided)["row_sum_intm"].loops[1]
+    assert [lp.name for lp in loops] == ["rxo", "i", "u"] and loops[-1].vector
+
+
+def test_softmax_search_reaches_a_row_per_task():
+    """The beam decides softmax's row tiling first. Priced with its producers at root,
+    every tiling cost the same and the beam kept 16- and 64-row tiles, from which the
+    row-per-task schedule (apps/softmax.py's; 2.5x faster than what the search chose)
+    can't be reached. Priced with its rollout too, the search finds a schedule the
+    model prices at most as high as that one, whose intermediates are per row."""
+    alg, calls, variant = _softmax_variant((4096, 1024))
+    machine = Machine(2, 16)
+    row = {"softmax": Decision(Placement(ROOT), Nest((OUTER, WHOLE), 16, parallel=True)),
+           "e": Decision(Placement(AT, "softmax", 0, 0), Nest((WHOLE, WHOLE), 16))}
+    for name in ("row_sum", "row_max"):
+        row[name] = Decision(Placement(AT, "softmax", 0, 0), Nest((WHOLE,)))
+        row[f"{name}_intm"] = Decision(Placement(AT, "softmax", 0, 0), Nest(
+            (WHOLE, WHOLE), 16, 0, unroll=True, reduction_outer=True))
+    hand = State(variant, tuple((n, row[n]) for n in State(variant).order), prefix=calls)
+    search = Search(default_model(), machine, 8, 0, time.monotonic() + 60)
+    best = search.run([State(alg), State(variant, prefix=calls)])[0]
+    assert best.seconds <= search.price([hand])[0]
+    e = best.state.decided["e"]
+    assert e.placement.kind == AT
+    assert nests(best.state.alg, best.state.decided)["e"].region[0] == (0, 0)
 
 
 def test_validation_run_is_capped_by_work():
