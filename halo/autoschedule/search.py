@@ -34,8 +34,13 @@ from halo.autoschedule.loop_nest import FuncNest, decision_of, nests
 from halo.autoschedule.space import AT, INLINE, OUTER, ROOT, WHOLE, Decision, Nest, Placement
 from halo.schedule.calls import Call
 
-COARSE_TILES = (4, 16, 64)
-COARSE_VECTORS = (1, 4, 16)
+# Tile factors, and tiles of the vectorized dimension in vectors. A register tile must
+# fit the registers: with AVX2's 16 (12 accumulators), 4 rows take at most 3 vectors,
+# and a tile of two dimensions besides the vector needs a side of 2. The 2s come last,
+# so that they win only where they are cheaper (ties break by the order children are
+# made).
+COARSE_TILES = (4, 16, 64, 2)
+COARSE_VECTORS = (1, 4, 16, 2)
 MAX_CHILDREN = 48  # nests per placement; more are sampled with the seed
 MAX_ROOT_NESTS = 16  # root nests of a Func that could go inside a consumer instead
 
@@ -289,14 +294,15 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
         out.append(state.with_decision(name, Decision(Placement(ROOT), nest)))
     for consumer, stage, loop in sites:
         stores = [None]
-        # Sliding windows along a pure consumer's loops that each move the window (not
-        # along reduction loops, or a loop the Func doesn't depend on: halo recomputes
-        # the window there, more than the model counts).
-        if not f.has_updates and stage == 0:
-            loops = func_nests[consumer].loops[stage]
-            stores += [k for k in sorted({0, loop - 1} - {-1, loop})
-                       if all(_moves(alg, alg.funcs[consumer].stages[stage], name, lp.var)
-                              for lp in loops[k + 1:loop + 1])]
+        # A sliding window along the pure consumer's loop that moves the window (not
+        # along a reduction loop, or a loop the Func doesn't depend on: halo recomputes
+        # the window there, more than the model counts). Stored further out, across
+        # two loops that move it, the window slides along one of them only and starts
+        # again along the other: it computes no less, in more memory.
+        if not f.has_updates and stage == 0 and loop >= 1 and _moves(
+                alg, alg.funcs[consumer].stages[stage], name,
+                func_nests[consumer].loops[stage][loop].var):
+            stores.append(loop - 1)
         for store in stores:
             placement = Placement(AT, consumer, stage, loop, store)
             trial = state.with_decision(name, Decision(placement))

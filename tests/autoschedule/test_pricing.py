@@ -46,6 +46,19 @@ def test_matmul_autoschedule_keeps_accumulators_in_a_local_tile():
     np.testing.assert_allclose(C.realize((n, n), inputs={A: a, B: b}), a @ b, rtol=1e-4)
 
 
+def test_avx2_matmul_register_tile_fits_the_registers():
+    """With AVX2's 8 lanes and 16 registers, the coarse tiles alone (4 rows by 1, 4 or
+    16 vectors, or more rows) give no register tile both big and unspilled, and the
+    search went without one (10x slower than the hand schedule); with tiles of 2
+    vectors it keeps 4 x 2 vectors of accumulators in registers."""
+    *_, alg = _matmul_alg(1024)
+    search = Search(default_model(), Machine(2, 8), 8, 0, time.monotonic() + 60)
+    best = search.run([State(alg)])[0].state
+    assert best.locals_ == ("C",)
+    update = _update_features(best.alg, best.decided, "C_local", lanes=8)
+    assert 4 <= update.accumulator_registers <= 12 and update.stored_points == 0
+
+
 def _update_features(alg, decisions, name, lanes=16):
     found = nests(alg, decisions)
     return next(f for f in stage_features(alg, decisions, found, 2, lanes,
