@@ -85,6 +85,7 @@ class Algorithm:
         self.scalars = scalars
         self._memo: dict = {}
         self._reads: dict[tuple[str, str], bool] = {}
+        self._moves: dict[tuple[str, int, str, str], bool] = {}
         self._forms: dict = {}  # id of an Access: its arguments' affine forms, sparse
         for f in funcs.values():
             for s in f.stages:
@@ -140,6 +141,33 @@ class Algorithm:
                                                          self.reads(a.callee, name))
                 for s in self.funcs[func].stages for a in s.accesses)
         return self._reads[key]
+
+    def read_moves(self, stage: StageModel, name: str, var: str) -> bool:
+        """Whether what `stage` reads of Func `name`, directly or through the Funcs it
+        calls, moves as its loop variable `var` moves (conv's output-channel loop moves
+        what it reads of conv, but not what conv reads of its padded input)."""
+        key = (stage.func, stage.index, name, var)
+        if key not in self._moves:
+            self._moves[key] = self._read_moves(stage, name, var)
+        return self._moves[key]
+
+    def _read_moves(self, stage: StageModel, name: str, var: str) -> bool:
+        k = stage.loop_vars.index(var)
+        for a in stage.accesses:
+            if a.is_input or a.callee == stage.func:
+                continue
+            moved = [d for d, form in enumerate(a.affine) if form is None or form[0][k]]
+            if not moved or not (a.callee == name or self.reads(a.callee, name)):
+                continue
+            if a.callee == name:
+                return True
+            g = self.funcs[a.callee]
+            # A dimension of the callee that an update doesn't iterate as a pure loop
+            # (a scatter) counts as moving whatever the update reads.
+            if any(g.dims[d] not in t.loop_vars or self.read_moves(t, name, g.dims[d])
+                   for t in g.stages for d in moved):
+                return True
+        return False
 
     def region_read(self, stage: StageModel, access: Access, box: dict[str, tuple[int, int]]
                     ) -> Box:

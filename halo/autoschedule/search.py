@@ -223,7 +223,7 @@ def rollout(state: State, lanes: int) -> State:
             loops = func_nests[consumer].loops[stage]
             stage_model = alg.funcs[consumer].stages[stage]
             d = _depth(decided, consumer) + loop
-            if d > depth and loops[loop].tile and all(_moves(alg, stage_model, name, lp.var)
+            if d > depth and loops[loop].tile and all(alg.read_moves(stage_model, name, lp.var)
                                                       for lp in loops[:loop + 1]):
                 best, depth = Placement(AT, consumer, stage, loop), d
         if best is None:
@@ -299,8 +299,8 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
         # the window there, more than the model counts). Stored further out, across
         # two loops that move it, the window slides along one of them only and starts
         # again along the other: it computes no less, in more memory.
-        if not f.has_updates and stage == 0 and loop >= 1 and _moves(
-                alg, alg.funcs[consumer].stages[stage], name,
+        if not f.has_updates and stage == 0 and loop >= 1 and alg.read_moves(
+                alg.funcs[consumer].stages[stage], name,
                 func_nests[consumer].loops[stage][loop].var):
             stores.append(loop - 1)
         for store in stores:
@@ -311,19 +311,6 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
             for nest in _nest_options(f, at_extents, machine, rng, root=False):
                 out.append(state.with_decision(name, Decision(placement, nest)))
     return out
-
-
-def _moves(alg: Algorithm, stage, name: str, var: str) -> bool:
-    """Whether what `stage` reads of Func `name` (directly or through the Funcs between
-    them) moves as its loop variable `var` moves."""
-    k = stage.loop_vars.index(var)
-    for a in stage.accesses:
-        if a.is_input or a.callee == stage.func:
-            continue
-        if any(form is None or form[0][k] for form in a.affine) and (
-                a.callee == name or alg.reads(a.callee, name)):
-            return True
-    return False
 
 
 def legal_sites(alg: Algorithm, decided: dict[str, Decision], func_nests: dict[str, FuncNest],
