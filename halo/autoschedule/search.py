@@ -14,7 +14,8 @@ moves each Func's tile factors by x2 and /2 and toggles its vector width, fusion
 unrolling, again keeping a beam.
 
 `budget_s` is honoured: when the beam search runs out of time the remaining Funcs are
-decided greedily (a beam of one), and when that runs out too they stay at root. Ties
+decided greedily (a beam of one), and when that runs out too the cheapest rollouts
+priced so far come first, then the beam's states with the remaining Funcs at root. Ties
 break by the order children are made, and the only randomness (which nests to draw when
 there are too many) comes from `seed`, so a search is deterministic for a seed.
 """
@@ -119,9 +120,10 @@ class Search:
             width = self.beam_size if time.monotonic() < self.deadline else 1
             children = [c for s in beam for c in
                         (children_of(s, self.machine, self.rng) if not s.complete else [s])]
-            if time.monotonic() >= self.deadline + self._grace(start):
-                return [Priced(_rest_at_root(s), float("inf")) for s in beam]
             beam = [p.state for p in self._best(children, width)]
+            if time.monotonic() >= self.deadline + self._grace(start) and \
+                    not all(s.complete for s in beam):
+                return self.rollouts + [Priced(_rest_at_root(s), float("inf")) for s in beam]
         best = self._best(_unique(beam + [p.state for p in self.rollouts]), self.beam_size)
         return self._refine(best)
 

@@ -202,6 +202,17 @@ def test_softmax_search_reaches_a_row_per_task():
     assert nests(best.state.alg, best.state.decided)["e"].region[0] == (0, 0)
 
 
+def test_a_search_out_of_time_returns_its_cheapest_rollout_first():
+    """Past its deadline and grace, the search returns the rollouts it priced (complete,
+    each Func placed) before the beam's states with the rest at root (unpriced)."""
+    alg, calls, variant = _softmax_variant((256, 128))
+    search = Search(default_model(), Machine(2, 16), 8, 0, time.monotonic() - 60)
+    ranked = search.run([State(alg), State(variant, prefix=calls)])
+    assert ranked[0].seconds < float("inf") and ranked[-1].seconds == float("inf")
+    first = ranked[0].state
+    assert first.complete and first.decided["e"].placement.kind == AT
+
+
 def test_validation_run_is_capped_by_work():
     """matmul 2048^3's root schedule would run 8.6G multiply-adds unscheduled to check
     a candidate: its estimate's run shrinks by thirds; a cheap pipeline's doesn't."""
