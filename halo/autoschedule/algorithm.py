@@ -157,10 +157,10 @@ class Algorithm:
             if a.is_input or a.callee == stage.func:
                 continue
             moved = [d for d, form in enumerate(a.affine) if form is None or form[0][k]]
-            if not moved or not (a.callee == name or self.reads(a.callee, name)):
-                continue
-            if a.callee == name:
+            if moved and a.callee == name:
                 return True
+            if not moved or not self.reads(a.callee, name):
+                continue
             g = self.funcs[a.callee]
             # A dimension of the callee that an update doesn't iterate as a pure loop
             # (a scatter) counts as moving whatever the update reads.
