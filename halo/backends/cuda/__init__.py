@@ -3,7 +3,13 @@ code, on NVIDIA GPUs through PyCUDA.
 
 `compile_pipeline(name, body, args, target)` splits the lowered IR at its kernels
 (`split.py`), emits one CUDA C module (`cuda_c.py`) and the host program that launches its
-kernels (`host_program.py`), and returns a `CudaPipeline`. The CUDA C is generated at once
+kernels (`host_program.py`), and returns a `CudaPipeline`. A kernel whose dense global
+accesses test their alignment when they run has an aligned twin in the module
+(`<kernel>_aligned`): it assumes the promise of `aligned_promise` (every buffer starts at
+a multiple of 16 bytes, and its mins, extents and strides are multiples of 16 bytes'
+worth of elements), so where an access is then provably aligned it goes without the test.
+Each launch takes the twin when the call's values keep the promise (a few integer tests in
+Python), the general kernel otherwise. The CUDA C is generated at once
 (`source()` needs no GPU); nvcc runs (`compiler.py`, cached on disk) and the module loads
 (`device.py`) on the first call. The pipeline is called, as every backend's, with one
 value per argument: device pointers (ints) for buffers, numbers for scalars.
@@ -18,9 +24,11 @@ from halo.backends.cuda.cuda_c import PRELUDE, KernelParam, kernel_source
 from halo.backends.cuda.device import cuda_driver
 from halo.backends.cuda.host_program import host_program
 from halo.backends.cuda.split import DeviceKernel, split_host_device
+from halo.backends.cuda.vectors import MAX_BYTES
 from halo.errors import HaloError
 from halo.ir import nodes as n
 from halo.ir.types import Type
+from halo.ir.visitor import walk
 
 # The largest grid CUDA launches, along x, y and z.
 MAX_GRID = (2**31 - 1, 65535, 65535)
@@ -37,12 +45,23 @@ class CudaPipeline:
         self.strict_float = strict_float
         host, self.kernels = split_host_device(body, name)
         self._host, self.host_source = host_program(host, self.kernels)
-        # The kernels alone, then the whole module: the helpers they use first.
-        self.kernels_source = "".join(
-            "\n" + kernel_source(k.name, k.loop, k.params, k.block, len(k.grid), arch)
-            for k in self.kernels)
+        # The kernels alone (each with its aligned twin, if it has one), then the whole
+        # module: the helpers they use first.
+        self._promise = aligned_promise(self.args)
+        assumed = {**_host_lets(host), **{
+            name: n.Mul(n.Var(f"{name}.multiple", n.Var(name).type), n.const(multiple))
+            for name, multiple in self._promise.items() if not _is_buffer(self.args, name)}}
+        sources, self._twins = [], []
+        for k in self.kernels:
+            general = kernel_source(k.name, k.loop, k.params, k.block, len(k.grid), arch)
+            twin = kernel_source(f"{k.name}_aligned", k.loop, k.params, k.block, len(k.grid),
+                                 arch, aligned=assumed)
+            has_twin = twin.replace(f"{k.name}_aligned(", f"{k.name}(", 1) != general
+            sources += [general, twin] if has_twin else [general]
+            self._twins.append(has_twin)
+        self.kernels_source = "".join("\n" + source for source in sources)
         self.cuda_source = PRELUDE + self.kernels_source
-        self._functions: list | None = None
+        self._functions: list | None = None  # per kernel: (general, aligned twin or None)
         self._allocations: dict[int, object] = {}
 
     def source(self) -> str:
@@ -63,13 +82,18 @@ class CudaPipeline:
             self.cuda_source, self.arch, self.strict_float,
             {k.name: k.dynamic_shared for k in self.kernels if k.dynamic_shared}))
         functions = []
-        for k in self.kernels:
-            f = module.get_function(k.name)
-            f.prepare("".join(_format(p) for p in k.params))
-            if k.dynamic_shared:  # past 48 KB, a block's shared memory is asked for
-                f.set_attribute(cuda_driver().function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                k.dynamic_shared)
-            functions.append(f)
+        for k, has_twin in zip(self.kernels, self._twins, strict=True):
+            pair = []
+            for name in (k.name, f"{k.name}_aligned" if has_twin else None):
+                f = None if name is None else module.get_function(name)
+                if f is not None:
+                    f.prepare("".join(_format(p) for p in k.params))
+                    if k.dynamic_shared:  # past 48 KB, a block's shared memory is asked for
+                        f.set_attribute(
+                            cuda_driver().function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                            k.dynamic_shared)
+                pair.append(f)
+            functions.append(tuple(pair))
         self._functions = functions
 
     def _launch(self, k: int, v: dict[str, object], grid: tuple[int, ...]) -> None:
@@ -85,8 +109,10 @@ class CudaPipeline:
                     "bind the larger dimension to the innermost block loop")
         values = [int(v[p.name]) if p.is_buffer else _scalar(p.type, v[p.name])
                   for p in kernel.params]
-        self._functions[k].prepared_call(grid3, kernel.block, *values,
-                                         shared_size=kernel.dynamic_shared)
+        general, twin = self._functions[k]
+        aligned = twin is not None and keeps_promise(self._promise, v)
+        (twin if aligned else general).prepared_call(grid3, kernel.block, *values,
+                                                  shared_size=kernel.dynamic_shared)
 
     def _alloc(self, nbytes: int) -> int:
         allocation = cuda_driver().mem_alloc(nbytes)
@@ -95,6 +121,41 @@ class CudaPipeline:
 
     def _free(self, pointer: int) -> None:
         self._allocations.pop(pointer).free()
+
+
+def aligned_promise(args: Sequence[Argument]) -> dict[str, int]:
+    """What an aligned twin assumes of a call: {argument: the multiple its value is}.
+    Each buffer's address is a multiple of 16 bytes (device allocations are), and each
+    min, extent and stride a multiple of 16 bytes' worth of the narrowest element (one
+    buffer's coordinates may index another's columns, as C's columns index B's in a
+    matmul)."""
+    buffers = {a.name: a.type.bytes for a in args if a.kind == "buffer"}
+    lanes = max(MAX_BYTES // min(buffers.values(), default=MAX_BYTES), 1)
+    promise = dict.fromkeys(buffers, MAX_BYTES)
+    for a in args:
+        owner, _, field = a.name.rpartition(".")[0].rpartition(".")
+        if a.kind == "scalar" and owner in buffers and field in ("min", "extent", "stride"):
+            promise[a.name] = lanes
+    return promise
+
+
+def keeps_promise(promise: dict[str, int], values: dict[str, object]) -> bool:
+    """Whether a call's `values` (addresses and scalars, by argument) keep `promise`."""
+    return all(int(values[name]) % multiple == 0 for name, multiple in promise.items())
+
+
+def _is_buffer(args: Sequence[Argument], name: str) -> bool:
+    return any(a.name == name and a.kind == "buffer" for a in args)
+
+
+def _host_lets(host: n.Stmt) -> dict[str, n.Expr]:
+    """The values of the host's lets that are bound once (a kernel's scalar parameters
+    are host lets or arguments)."""
+    values: dict[str, n.Expr | None] = {}
+    for node in walk(host):
+        if isinstance(node, n.LetStmt):
+            values[node.name] = node.value if node.name not in values else None
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def _format(p: KernelParam) -> str:
@@ -124,4 +185,4 @@ def compile_pipeline(name: str, body: n.Stmt, args: Sequence[Argument], arch: st
     return CudaPipeline(name, args, body, arch, strict_float)
 
 
-__all__ = ["CudaPipeline", "compile_pipeline"]
+__all__ = ["CudaPipeline", "aligned_promise", "compile_pipeline", "keeps_promise"]

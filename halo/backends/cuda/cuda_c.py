@@ -17,6 +17,14 @@ dense memory accesses 16 bytes at a time (`vectors.py`). Buffers in "shared" sco
 size), other buffers allocated inside a kernel are per-thread arrays (registers when their
 indices are constants). A tensor intrinsic's call is the CUDA C its emitter writes
 (`tensor_calls.py`).
+
+A global buffer may start anywhere and its rows may be any number of elements apart, so
+its dense accesses test their addresses when they run (`vectors.py`). `kernel_source(...,
+aligned=...)` writes the kernel's twin for calls that keep a promise (each buffer starts
+at a multiple of 16 bytes, and its mins, extents and strides are multiples of 16 bytes'
+worth of elements: `backends/cuda/__init__.py` checks it at each launch). There, an
+access whose index is provably a multiple of its lanes goes without the test, as in shared
+memory.
 """
 from __future__ import annotations
 
@@ -183,10 +191,17 @@ class KernelParam:
 
 
 def kernel_source(name: str, loop: n.For, params: Sequence[KernelParam],
-                  block: tuple[int, int, int], block_axes: int, arch: str = "sm_90") -> str:
+                  block: tuple[int, int, int], block_axes: int, arch: str = "sm_90",
+                  aligned: dict[str, n.Expr] | None = None) -> str:
     """The `__global__` function `name` that runs the fused block-loop nest `loop`, whose
-    block loops nest `block_axes` deep (the headers its tensor calls include first)."""
+    block loops nest `block_axes` deep (the headers its tensor calls include first).
+    `aligned`: write the aligned twin, whose buffers all start at a multiple of 16 bytes,
+    and whose scalar parameters have the values given (in terms of the promise's
+    multiples: `backends/cuda/__init__.py`)."""
     emitter = _Emitter(block, block_axes, arch)
+    if aligned is not None:
+        emitter.aligned_buffers = frozenset(p.name for p in params if p.is_buffer)
+        emitter.assumed = dict(aligned)
     # Buffers are __restrict__: a pipeline's inputs and outputs are distinct arrays.
     signature = ", ".join(
         f"{'const ' if p.read_only else ''}{c_type(p.type)}* __restrict__ "
@@ -216,6 +231,10 @@ class _Emitter:
         # per C scope, what it declares by halo name: a let's value (what vectors.divides
         # may assume), or None (a thread index, a loop variable, an array)
         self.declared: list[dict[str, n.Expr | None]] = [{}]
+        # an aligned twin's promise: global buffers that start at a multiple of 16 bytes,
+        # and the values of names the kernel doesn't declare (its scalar parameters)
+        self.aligned_buffers: frozenset[str] = frozenset()
+        self.assumed: dict[str, n.Expr] = {}
 
     # ------------------------------------------------------------------ statements
 
@@ -270,7 +289,7 @@ class _Emitter:
         self.line(f"const {c_type(t)} {c} = {_strip(value)};")
 
     def _known_lets(self) -> dict[str, n.Expr]:
-        known: dict[str, n.Expr | None] = {}
+        known: dict[str, n.Expr | None] = dict(self.assumed)
         for scope in self.declared:
             known.update(scope)
         return {name: value for name, value in known.items() if value is not None}
@@ -461,9 +480,15 @@ class _Emitter:
         """(first lane, lanes, first index, C template arguments) of each access."""
         for first, size in vectors.chunks(t.lanes, t.bits // 8):
             start = base if first == 0 else n.Add(base, n.const(first, base.type))
-            aligned = self.scopes.get(name) == "shared" and \
-                vectors.divides(size, start, self._known_lets())
+            aligned = self._aligned(name, size, start)
             yield first, size, start, f"<{size}, {'false' if aligned else 'true'}>"
+
+    def _aligned(self, name: str, lanes: int, index: n.Expr) -> bool:
+        """Whether `lanes` elements of buffer `name` from `index` on are provably aligned
+        to their size (shared arrays start at 128 bytes; global buffers too, in an
+        aligned twin)."""
+        return (self.scopes.get(name) == "shared" or name in self.aligned_buffers) and \
+            vectors.divides(lanes, index, self._known_lets())
 
     def load_lanes(self, load: n.Load) -> list[n.Expr]:
         """Declares the chunks of dense `load` and returns its lanes (reads of them)."""
@@ -506,7 +531,10 @@ class _Emitter:
         to, source = (rewrite(b, self._hoisted_let) for b in bases)
         for first, size in pieces:
             at = [b if first == 0 else n.Add(b, n.const(first, b.type)) for b in (to, source)]
-            check = "true" if size > 1 else "false"  # (a scalar is aligned to its size)
+            # (a scalar is aligned to its size)
+            aligned = size == 1 or all(self._aligned(b, size, i) for b, i in
+                                       zip((s.name, load.name), at, strict=True))
+            check = "false" if aligned else "true"
             self.line(f"halo_copy_async<{size}, {check}>("
                       f"&{self.names(s.name)}[{_strip(self.expr(at[0]))}], "
                       f"&{self.names(load.name)}[{_strip(self.expr(at[1]))}]);")

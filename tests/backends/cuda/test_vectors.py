@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 import halo
-from halo.backends.cuda import vectors
+from halo.backends.arguments import Argument
+from halo.backends.cuda import aligned_promise, keeps_promise, vectors
 from halo.backends.cuda.cuda_c import PRELUDE, KernelParam, kernel_source
 from halo.ir import nodes as n
-from halo.ir.types import float32, int32
+from halo.ir.types import float16, float32, int32
 
 _spec = importlib.util.spec_from_file_location(
     "gpu_pipelines", Path(__file__).parents[2] / "gpu" / "gpu_pipelines.py")
@@ -24,9 +25,11 @@ _spec.loader.exec_module(gpu_pipelines)
 CUDA = halo.Target("cuda", arch="sm_90")
 
 
-def _source(name: str) -> str:
+def _source(name: str, twins: bool = False) -> str:
+    """The general kernels of pipeline `name` (or their aligned twins)."""
     out, _, _ = gpu_pipelines.PIPELINES[name]()
-    return out.compile(target=CUDA).function.kernels_source
+    kernels = out.compile(target=CUDA).function.kernels_source.split('extern "C"')[1:]
+    return "".join(k for k in kernels if ("_aligned(" in k) == twins)
 
 
 @pytest.mark.parametrize("lanes, element_bytes, expected", [
@@ -79,6 +82,41 @@ def test_global_accesses_are_checked_and_proven_shared_ones_are_not():
     # the shared stage, its start proven a multiple of 4 floats (128-byte aligned array)
     assert re.search(r"halo_copy_lanes<4, false>\(&f\[", source)
     assert re.search(r"halo_copy_lanes<4, false>\(\w+, &f\[", source)
+
+
+def test_an_aligned_twin_drops_the_tests_its_promise_proves():
+    general, twin = _source("vectorized_shared"), _source("vectorized_shared", twins=True)
+    assert "halo_pipeline_k0_aligned(" in twin
+    # inp's start, rows and tile offsets are multiples of 4 floats under the promise
+    assert re.search(r"halo_copy_lanes<4, true>\(\w+, &inp\[", general)
+    assert re.search(r"halo_copy_lanes<4, false>\(\w+, &inp\[", twin)
+    assert not re.search(r"halo_copy_lanes<4, true>\(\w+, &inp\[", twin)
+
+
+def test_a_kernel_without_global_vectors_has_no_twin():
+    x, y, xo, yo, xi, yi = halo.vars("x y xo yo xi yi")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    out = halo.Func("out")
+    out[y, x] = inp[y, x] * 2
+    out.gpu_tile(y, x, yo, xo, yi, xi, 4, 32)
+    assert "_aligned" not in out.compile(target=CUDA).function.kernels_source
+
+
+def test_the_promise_covers_every_buffer_and_its_fields_in_the_narrowest_elements():
+    args = [Argument("A", "buffer", float16), Argument("C", "buffer", float32),
+            *(Argument(name, "scalar", int32) for name in
+              ("A.extent.1", "A.stride.0", "C.min.0", "C.extent.0")),
+            Argument("scale", "scalar", float32)]
+    promise = aligned_promise(args)
+    # 16 bytes of float16: C's coordinates index A's columns too
+    assert promise == {"A": 16, "C": 16, "A.extent.1": 8, "A.stride.0": 8, "C.min.0": 8,
+                       "C.extent.0": 8}
+    values = {"A": 4096, "C": 2**20, "A.extent.1": 64, "A.stride.0": 4096, "C.min.0": 0,
+              "C.extent.0": 136, "scale": 0.5}
+    assert keeps_promise(promise, values)
+    for name, value in (("A", 4098), ("C", 2**20 + 8), ("A.stride.0", 4100),
+                        ("C.min.0", -4), ("C.extent.0", 131)):
+        assert not keeps_promise(promise, {**values, name: value})
 
 
 def test_a_tail_under_a_predicate_goes_lane_by_lane():
