@@ -151,8 +151,8 @@ def algorithm_fp16(product=None, k_step: int | None = None):
 
 
 def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
-                             warp: tuple[int, int] = (64, 32), depth: int = 64,
-                             stages: int = 3) -> None:
+                             warp: tuple[int, int] = (64, 64), depth: int = 32,
+                             stages: int = 4) -> None:
     """For target 'cuda', on `algorithm_fp16`: tensor cores (`halo.intrinsics.mma_f16_f32`).
     Each block computes a `block` tile of C, one `warp` tile per warp, with the warps'
     accumulators in their registers across the whole k loop: C_acc (a
@@ -161,12 +161,13 @@ def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
     copied out by `halo.intrinsics.mma_f32_store`. Each step of `depth` along k, the
     block's threads copy its A and B panels to shared memory (`cache_read("shared")` at
     that loop, 16 bytes a thread at a time), `stages` steps in flight (`double_buffer`;
-    3 stages of 64 take 105 KB of shared memory, which the kernel asks for at launch),
+    4 stages of 32 take 74 KB of shared memory, which the kernel asks for at launch),
     from where the warps load fragments (`ldmatrix`). C's tiles shift inwards, so any C of at
     least a block is whole tiles, and k must be whole steps of `depth` (a warp array
     can't take the element-by-element loops of a tail): other sizes are refused before
     running (`BoundsError`); for any k, pad it (`algorithm_fp16(k_step=depth)`, whose
-    panel copies are slower: they test each element)."""
+    panel copies are slower: they test each element). Below about 2048 x 2048, blocks of
+    128 x 64 (warps of 64 x 32, k steps of 64 in 3 stages) keep more of the GPU busy."""
     i, j = halo.vars("i j")
     io, jo, ii, ji, wi, wj, ti, tj, ko, ki = halo.vars("io jo ii ji wi wj ti tj ko ki")
     C = funcs["C"]

@@ -237,14 +237,13 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         check = a.float() @ b.float()
         variants = {"torch fp16 (cuBLAS, fp32 accumulation, fp16 out)": lambda: a @ b}
         for label, schedule, sizes in (
-                ("halo, k steps of 32 in 2 stages", matmul.gpu_schedule_tensor_core,
-                 {"depth": 32, "stages": 2}),
-                ("halo, k steps of 32 in 4 stages", matmul.gpu_schedule_tensor_core,
-                 {"depth": 32, "stages": 4}),
-                ("halo, warps 64 x 64 (4 a block), k steps of 32 in 4 stages",
-                 matmul.gpu_schedule_tensor_core, {"warp": (64, 64), "depth": 32, "stages": 4}),
-                ("halo, blocks 128 x 64, warps 32 x 32", matmul.gpu_schedule_tensor_core,
-                 {"block": (128, 64), "warp": (32, 32)}),
+                ("halo, warps 64 x 32 (8 a block), k steps of 64 in 3 stages",
+                 matmul.gpu_schedule_tensor_core, {"warp": (64, 32), "depth": 64, "stages": 3}),
+                ("halo, k steps of 32 in 3 stages", matmul.gpu_schedule_tensor_core,
+                 {"stages": 3}),
+                ("halo, blocks 128 x 64, warps 64 x 32, k steps of 64 in 3 stages",
+                 matmul.gpu_schedule_tensor_core,
+                 {"block": (128, 64), "warp": (64, 32), "depth": 64, "stages": 3}),
                 ("halo, accumulators in shared memory (blocks 64 x 64, k steps of 64)",
                  matmul.gpu_schedule_tensor_core_shared, {"depth": 64})):
             *_, other_funcs = matmul.algorithm_fp16()

@@ -120,11 +120,14 @@ def test_matmul_tensor_core_shared(n, k, m, sizes):
     _check_fp16_matmul(A, B, C, n, k, m)
 
 
-@pytest.mark.parametrize("sizes", [{}, {"warp": (64, 64), "depth": 32, "stages": 2},
+@pytest.mark.parametrize("sizes", [{}, {"warp": (64, 32), "depth": 64, "stages": 3},
+                                   {"stages": 2},
                                    {"block": (64, 128), "warp": (32, 32), "depth": 32},
+                                   {"block": (128, 64), "warp": (64, 32), "depth": 64,
+                                    "stages": 3},
                                    {"depth": 16, "stages": 1}],
-                         ids=["128x128-64x32-k64x3", "warps64x64-k32x2", "64x128-32x32-k32x3",
-                              "k16-1stage"])
+                         ids=["128x128-64x64-k32x4", "warps64x32-k64x3", "k32x2",
+                              "64x128-32x32-k32x4", "128x64-64x32-k64x3", "k16-1stage"])
 @pytest.mark.parametrize(("n", "k", "m", "padded"), [
     (128, 64, 128, False), (131, 64, 257, False), (131, 45, 257, True), (300, 1, 129, True)])
 def test_matmul_tensor_core_in_registers(n, k, m, padded, sizes):
@@ -138,7 +141,7 @@ def test_matmul_tensor_core_in_registers(n, k, m, padded, sizes):
 
 @pytest.mark.parametrize(("n", "k", "m", "needs"), [
     (100, 64, 200, "every shift_inwards tile around it whole"),
-    (128, 45, 128, "every call of mma_f16_f32_64x32x64 on a whole tile")])
+    (128, 45, 128, "every call of mma_f16_f32_64x64x32 on a whole tile")])
 def test_sizes_the_register_tiles_cant_take_are_refused_before_running(n, k, m, needs):
     A, B, C, funcs = matmul.algorithm_fp16()
     matmul.gpu_schedule_tensor_core(funcs)
@@ -147,6 +150,48 @@ def test_sizes_the_register_tiles_cant_take_are_refused_before_running(n, k, m, 
                                                r"of its warps \(a warp array\), which needs "
                                                + needs):
         C.realize((n, m), inputs={A: a, B: b}, target="cuda")
+
+
+@pytest.mark.parametrize(("view", "twin"), [
+    ("whole", True), ("rows 8 apart", True), ("rows 1 apart", False),
+    ("start 1 element in", False), ("start 8 elements in", True)])
+def test_matmul_tensor_core_on_views_takes_the_aligned_twin_only_where_it_may(view, twin):
+    """A's rows and start as a view of a wider array give them; the aligned kernel runs
+    only where both are multiples of 16 bytes (else the general one, whose copies test
+    their addresses), and both give the reference's result."""
+    torch = pytest.importorskip("torch")
+    n, k, m = 128, 128, 256
+    A, B, C, funcs = matmul.algorithm_fp16()
+    matmul.gpu_schedule_tensor_core(funcs)
+    a = (RNG.random((n, k)) - 0.5).astype(np.float16)
+    b = (RNG.random((k, m)) - 0.5).astype(np.float16)
+    pad, start = {"whole": (0, 0), "rows 8 apart": (8, 0), "rows 1 apart": (1, 0),
+                  "start 1 element in": (0, 1), "start 8 elements in": (0, 8)}[view]
+    wide = torch.zeros(n * (k + pad) + start, dtype=torch.float16, device="cuda")
+    a_view = wide[start:].view(n, k + pad)[:, :k]
+    a_view.copy_(torch.from_numpy(a))
+    kernel = C.compile(target="cuda")
+    out = torch.empty(n, m, device="cuda")
+    kernel(out=out, A=a_view, B=torch.from_numpy(b).cuda())
+    pipeline, launched = kernel.function, []
+    pipeline._functions = [tuple(_Spy(f, launched, is_twin) if f is not None else None
+                                 for f, is_twin in zip(pair, (False, True), strict=True))
+                           for pair in pipeline._functions]
+    kernel(out=out, A=a_view, B=torch.from_numpy(b).cuda())
+    assert launched == [twin]
+    np.testing.assert_allclose(out.cpu().numpy(), halo.reference(C, (n, m), inputs={A: a, B: b}),
+                               rtol=1e-3, atol=1e-3)
+
+
+class _Spy:
+    """A kernel function that records whether it was the twin, then launches."""
+
+    def __init__(self, function, launched: list, is_twin: bool):
+        self.function, self.launched, self.is_twin = function, launched, is_twin
+
+    def prepared_call(self, *args, **kwargs):
+        self.launched.append(self.is_twin)
+        return self.function.prepared_call(*args, **kwargs)
 
 
 def _check_fp16_matmul(A, B, C, n, k, m):

@@ -32,9 +32,11 @@ def tensor_core_matmul(**sizes):
 
 
 def register_tensor_core_matmul(k_step=None, **sizes):
-    """The fp16 matmul with its accumulators in the warps' registers."""
+    """The fp16 matmul with its accumulators in the warps' registers (by default, warps
+    of 64 x 32 and k steps of 64 in 3 stages)."""
     A, B, C, funcs = matmul.algorithm_fp16(k_step=k_step)
-    matmul.gpu_schedule_tensor_core(funcs, **sizes)
+    matmul.gpu_schedule_tensor_core(funcs, **{"warp": (64, 32), "depth": 64, "stages": 3,
+                                              **sizes})
     return C, funcs
 
 
