@@ -275,19 +275,25 @@ def _stage_model(func: str, index: int, d, dims: list[str],
             rvars.append((r.name, int(lo_v.value), int(ext_v.value)))
     loop_vars = pure + tuple(r[0] for r in rvars)
     accesses, ops = [], Counter()
-    _count(d.value, loop_vars, accesses, ops, index=False)
+    _count(d.value, loop_vars, accesses, ops, index=False, seen=set())
     lhs = tuple(d.args) if index > 0 else ()
     return StageModel(func, index, pure, tuple(rvars), tuple(accesses), ops, lhs,
                       d.rdom is not None and d.rdom.predicate is not None)
 
 
 def _count(e: n.Expr, loop_vars: tuple[str, ...], accesses: list, ops: Counter,
-           index: bool) -> None:
+           index: bool, seen: set) -> None:
     """Record the accesses of `e` and count its operations; those computing an access's
-    coordinates count as `index` (strength-reduced and hoisted in compiled loops)."""
+    coordinates count as `index` (strength-reduced and hoisted in compiled loops). A
+    subexpression that occurs again (`seen`) is computed once: compiled code shares it
+    (harris's response reads Sxx three times; inlined, its box sum runs once)."""
     stack = [e]
     while stack:
         node = stack.pop()
+        if not isinstance(node, (n.Var, n.Const)):
+            if node in seen:
+                continue
+            seen.add(node)
         if isinstance(node, n.Call) and node.kind in (n.CallKind.FUNC, n.CallKind.INPUT):
             accesses.append(Access(node.name, node.kind is n.CallKind.INPUT, node.args,
                                    tuple(_affine(a, loop_vars) for a in node.args),
@@ -295,7 +301,7 @@ def _count(e: n.Expr, loop_vars: tuple[str, ...], accesses: list, ops: Counter,
                                          for a in node.args)))
             ops[_op_class(node)] += 1
             for a in node.args:
-                _count(a, loop_vars, accesses, ops, index=True)
+                _count(a, loop_vars, accesses, ops, index=True, seen=seen)
             continue
         if index and not isinstance(node, (n.Var, n.Const)):
             ops["index"] += 1

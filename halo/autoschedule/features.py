@@ -75,6 +75,10 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             ops = _expanded_ops(alg, decisions, s)
             innermost = loops[-1] if loops else None
             lanes = innermost.trips if innermost is not None and innermost.vector else 1
+            # points an entry of the innermost loop that runs as a loop covers (a vector
+            # or unrolled loop inside it is straight-line code)
+            running = [k for k, lp in enumerate(loops) if not (lp.vector or lp.unrolled)]
+            per_entry = prod(lp.trips for lp in loops[running[-1] if running else 0:])
             inner_var = innermost.var if innermost is not None else None
             classes = Counter()
             loads = 0.0
@@ -147,7 +151,7 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 s.label, ops, sum(OP_CYCLES.get(k, MATH_CYCLES if k.startswith("math") else 0)
                                   * v for k, v in ops.items()),
                 classes, per, nest.realizations, total, total / max(1, full),
-                innermost.trips if innermost is not None else 1, lanes, tasks, idle, alloc,
+                per_entry, lanes, tasks, idle, alloc,
                 nest.store_realizations, working, lines, loads, registers,
                 dict(read_by_level), 0 if promoted else total,
                 any(lp.parallel for lp in loops)))

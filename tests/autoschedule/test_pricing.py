@@ -18,7 +18,7 @@ from halo.autoschedule.features import stage_features
 from halo.autoschedule.loop_nest import nests
 from halo.autoschedule.reductions import rfactor_variants
 from halo.autoschedule.search import Machine, Search, State, rollout
-from halo.autoschedule.space import AT, OUTER, ROOT, WHOLE, Decision, Nest, Placement
+from halo.autoschedule.space import AT, INLINE, OUTER, ROOT, WHOLE, Decision, Nest, Placement
 from halo.autoschedule.validate import FULL_RUN_WORK, _shapes, _work_per_point
 from halo.lang.environment import Environment
 
@@ -223,3 +223,45 @@ def test_validation_run_is_capped_by_work():
     assert full[0] * full[1] * work <= FULL_RUN_WORK and full == (227, 227)
     assert third == (75, 75) and one == (1, 1) and small == (7, 7)
     assert _shapes((480, 640), 2.0)[0] == (480, 640)
+
+
+def test_an_expression_that_occurs_again_is_counted_once():
+    """harris's response reads Sxx three times (Sxx * Syy, and twice in trace^2):
+    inlined, compiled code computes its box sum once. Counted per occurrence, the
+    output cost 144 cycles a point and the search priced Halide's schedule (everything
+    after Ix and Iy inlined) above one that stored Sxx, Syy and Sxy (1.6-2x slower)."""
+    x = halo.Var("x")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[x] = inp[x] * 3 + 1
+    f[x] = g[x] * g[x] + (g[x] + g[x + 1])
+    alg = _algorithm(Environment.of([f]), {inp: (40,), f: (38,)}, None)
+    stage = alg.funcs[f.name].stages[0]
+    assert [a.callee for a in stage.accesses] == [g.name, g.name]  # g[x] once, g[x + 1]
+    assert stage.ops["Mul"] == 1 and stage.ops["Add"] == 2
+    decisions = {f.name: Decision(Placement(ROOT), Nest((WHOLE,), 1)),
+                 g.name: Decision(Placement(INLINE))}
+    feature, = stage_features(alg, decisions, nests(alg, decisions), 1, 8, (32768, 2**19, 2**22))
+    # f's Mul and 2 Adds, and g's Mul and Add for each of its two points
+    assert feature.ops["Mul"] == 3 and feature.ops["Add"] == 4
+
+
+def test_a_loop_entry_covers_the_vector_and_unrolled_loops_inside_it():
+    """`innermost_extent` counts the points one entry of the innermost loop that runs
+    as a loop covers: a vector loop inside it is one instruction, not a loop (it was
+    the vector's lanes, so 128-column tiles and whole rows cost the same entries)."""
+    x, y = halo.vars("x y")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f = halo.Func("f")
+    f[y, x] = inp[y, x] * 2
+    alg = _algorithm(Environment.of([f]), {inp: (64, 512), f: (64, 512)}, None)
+
+    def entry(tiles, vector, unroll=False):
+        decisions = {f.name: Decision(Placement(ROOT), Nest(tiles, vector, unroll=unroll))}
+        feature, = stage_features(alg, decisions, nests(alg, decisions), 1, 8,
+                                  (32768, 2**19, 2**22))
+        return feature.innermost_extent
+
+    assert entry((WHOLE, WHOLE), 8) == 512
+    assert entry((WHOLE, 128), 8) == 128
+    assert entry((WHOLE, WHOLE), 1) == 512
