@@ -24,7 +24,7 @@ from enum import Enum
 
 from halo.errors import ScheduleError
 from halo.ir import nodes as n
-from halo.ir.visitor import IRMutator
+from halo.ir.visitor import IRMutator, walk
 from halo.lower.context import LowerContext
 from halo.schedule.records import PlacementKind, stage_label
 
@@ -72,12 +72,9 @@ class _Levels(IRMutator):
 
     def visit_For(self, loop: n.For) -> n.Stmt:
         outer_level = self.level
-        if loop.kind in _BINDINGS:
-            self.level = self._entered(loop)
-        elif loop.kind is n.ForKind.VTHREAD and self.level is not Level.BLOCK:
-            raise ScheduleError(f"{self._stage_of(loop.name)}: vthread loop {loop.name} runs "
-                                f"{_WHERE[self.level]}; vthreads go inside the block loops "
-                                "and outside the thread loops")
+        chained = bool(self.loops) and self.loops[-1].kind is loop.kind and \
+            loop_func(self.loops[-1].name) == loop_func(loop.name)
+        self.level = self._entered(loop.kind, loop.name, self._stage_of(loop.name), chained)
         self.loops.append(loop)
         try:
             return self.mutate_children(loop)
@@ -85,26 +82,47 @@ class _Levels(IRMutator):
             self.loops.pop()
             self.level = outer_level
 
-    def _entered(self, loop: n.For) -> Level:
-        """The level inside bound loop `loop`, after checking it may sit where it is."""
-        # The loops of one binding are one nest: the loop just outside binds the same way.
-        chained = bool(self.loops) and self.loops[-1].kind is loop.kind and \
-            loop_func(self.loops[-1].name) == loop_func(loop.name)
-        block = loop.kind is n.ForKind.GPU_BLOCK
-        stage = self._stage_of(loop.name)
-        if block and self.level is not Level.HOST and not chained:
+    def visit_ProducerConsumer(self, pc: n.ProducerConsumer) -> n.Stmt:
+        """A Func whose loops are gone (it computes an empty region here, so
+        simplification dropped them) still has its bindings checked, from its schedule:
+        whether a schedule is legal doesn't depend on the sizes."""
+        funcs = self.ctx.env.funcs
+        if pc.name in funcs and not any(isinstance(x, n.For) and loop_func(x.name) is not None
+                                        and loop_func(x.name)[0] == pc.name
+                                        for x in walk(pc.produce)):
+            for k, stage in enumerate(funcs[pc.name].schedule.stages):
+                level, previous = self.level, None
+                for d in stage.dims:  # outermost first
+                    level = self._entered(d.kind, d.name, stage_label(pc.name, k),
+                                          previous is d.kind, level)
+                    previous = d.kind
+        return self.mutate_children(pc)
+
+    def _entered(self, kind: n.ForKind, name: str, stage: str, chained: bool,
+                 level: Level | None = None) -> Level:
+        """The level inside loop `name` of `kind` entered at `level` (default: here),
+        after checking it may sit there; `chained`: the loop just outside binds the same
+        way in the same stage (the loops of one binding are one nest)."""
+        level = self.level if level is None else level
+        if kind is n.ForKind.VTHREAD and level is not Level.BLOCK:
+            raise ScheduleError(f"{stage}: vthread loop {name} runs {_WHERE[level]}; vthreads "
+                                "go inside the block loops and outside the thread loops")
+        if kind not in _BINDINGS:
+            return level
+        block = kind is n.ForKind.GPU_BLOCK
+        if block and level is not Level.HOST and not chained:
             raise ScheduleError(
-                f"{stage}: loop {loop.name} is bound to GPU blocks but runs "
-                f"{_WHERE[self.level]} of another stage's kernel; a Func computed inside a "
+                f"{stage}: loop {name} is bound to GPU blocks but runs "
+                f"{_WHERE[level]} of another stage's kernel; a Func computed inside a "
                 "kernel binds only gpu_threads (or none), its blocks are its consumer's")
-        if not block and self.level is Level.HOST:
+        if not block and level is Level.HOST:
             raise ScheduleError(
-                f"{stage}: thread loop {loop.name} is outside every GPU block loop; bind the "
+                f"{stage}: thread loop {name} is outside every GPU block loop; bind the "
                 "loops outside it to blocks (gpu_blocks, or gpu_tile for both), or compute "
                 "this Func inside its consumer's block loop (compute_at)")
-        if not block and self.level is Level.THREAD and not chained:
+        if not block and level is Level.THREAD and not chained:
             raise ScheduleError(
-                f"{stage}: thread loop {loop.name} runs inside another stage's GPU thread "
+                f"{stage}: thread loop {name} runs inside another stage's GPU thread "
                 "loops; a Func computed inside thread loops runs in one thread and binds no "
                 "loops (compute it at the block loop to share its work among the threads)")
         return Level.BLOCK if block else Level.THREAD

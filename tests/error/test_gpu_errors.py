@@ -151,3 +151,28 @@ def test_a_gpu_array_passed_to_a_host_pipeline_is_refused():
         f.realize((4,), inputs={inp: type("G", (), {"__cuda_array_interface__": {
             "shape": (4,), "typestr": "<f8", "data": (256, False), "version": 3}})()})
     assert np.array_equal(f.realize((4,), inputs={inp: np.ones(4, np.float32)}), np.ones(4))
+
+
+@pytest.mark.parametrize(("binding", "message"), [
+    ("vthread", r"f: vthread loop xi runs inside GPU thread loops"),
+    ("gpu_threads", r"f: thread loop xi runs inside another stage's GPU thread loops"),
+    ("gpu_blocks", r"f: loop xi is bound to GPU blocks but runs inside GPU thread loops")])
+def test_bindings_of_a_func_with_nothing_to_compute_are_still_checked(binding, message):
+    """The update's domain is empty (r.x < 0 never holds), so f, computed inside its
+    thread loop, computes an empty region and simplification drops its loops; the
+    binding is refused all the same (found by `python -m halo.fuzz --target cuda`: a
+    vthread inside thread loops went through)."""
+    x, xo, xi, ro, ri = halo.vars("x xo xi ro ri")
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    r = halo.RDom((0, 4), name="r")
+    r.where(r.x < 0)
+    f[x] = inp[x] * 2
+    out[x] = 0.0
+    out[r.x] += f[r.x]
+    out.gpu_tile(x, xo, xi, 32)
+    out.update(0).atomic().split(r.x, ro, ri, 2).gpu_blocks(ro).gpu_threads(ri)
+    f.compute_at(out.update(0), ri).split(x, xo, xi, 2)
+    getattr(f, binding)(xi)
+    with pytest.raises(halo.ScheduleError, match=message):
+        out.compile(target=CUDA)
