@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 
 import halo
-from halo.fuzz.check import MISMATCH, OK, REJECTED, Case, Outcome, case_program, run_case
+from halo.fuzz.check import (
+    ACCEPTED,
+    MISMATCH,
+    OK,
+    REJECTED,
+    Case,
+    Outcome,
+    case_program,
+    run_case,
+)
 from halo.fuzz.script import case_script
 from halo.fuzz.shrink import shrink
 from halo.random_programs.illegal_schedule import ILLEGAL_CALLS, illegal_schedule
@@ -189,6 +198,20 @@ def test_shrinking_an_illegal_case_keeps_its_illegal_call():
     dropped_last = Case(seed, seed, legal=False, keep=tuple(range(len(drawn) - 1)))
     assert run_case(dropped_last).kind == REJECTED
     assert run_case(Case(seed, seed, legal=False)).kind == OK
+
+
+def test_an_accepted_illegal_case_is_not_shrunk():
+    """A shrink could drop the call that made the last one illegal (python -m halo.fuzz
+    --target cuda, seed 20261801: the thread binding around a vthread), and the smaller
+    case, legal now, would be 'accepted' too."""
+    tried = []
+
+    def run_many(cases):
+        tried.extend(cases)
+        return [Outcome(ACCEPTED) for _ in cases]
+    case = Case(5, 5, legal=False)
+    assert shrink(case, Outcome(ACCEPTED), run_many) == (case, Outcome(ACCEPTED))
+    assert not tried
 
 
 def test_shrinking_a_case_whose_schedule_cannot_be_drawn_returns_it(monkeypatch):
