@@ -183,9 +183,10 @@ def run_case(case: Case) -> Outcome:
         apply_schedule(calls, built)
         if case.compile_only:
             kernel = built.output.compile(target=Target("cuda", arch=PTX_ARCH))
-            problem = ptx_problem(kernel.function.cuda_source)
-            if problem:
-                return Outcome(INTERNAL, f"nvcc -ptx refused the CUDA C: {problem}", rule)
+            for source in (kernel.function.cuda_source, kernel.function.aligned_source):
+                problem = source and ptx_problem(source)
+                if problem:
+                    return Outcome(INTERNAL, f"nvcc -ptx refused the CUDA C: {problem}", rule)
         else:
             got = built.output.realize(pipeline.output_shape, inputs=inputs,
                                        target=case.target, origin=pipeline.output_origin)

@@ -40,8 +40,10 @@ def case_script(case: Case, outcome: Outcome, name: str = "case") -> str:
     schedule = declare_loops(calls) + [c.source() for c in calls]
     if case.compile_only and case.legal:
         body += schedule + ["", f"kernel = {out}.{run}",
-                            "problem = ptx_problem(kernel.function.cuda_source)",
-                            "assert not problem, problem"]
+                            "for source in (kernel.function.cuda_source, "
+                            "kernel.function.aligned_source):",
+                            "    problem = source and ptx_problem(source)",
+                            "    assert not problem, problem"]
     elif case.legal:
         body += schedule + [""] + _inputs_source(pipeline) + [
             f"got = {out}.{run}",

@@ -4,12 +4,13 @@ code, on NVIDIA GPUs through PyCUDA.
 `compile_pipeline(name, body, args, target)` splits the lowered IR at its kernels
 (`split.py`), emits one CUDA C module (`cuda_c.py`) and the host program that launches its
 kernels (`host_program.py`), and returns a `CudaPipeline`. A kernel whose dense global
-accesses test their alignment when they run has an aligned twin in the module
-(`<kernel>_aligned`): it assumes the promise of `aligned_promise` (every buffer starts at
-a multiple of 16 bytes, and its mins, extents and strides are multiples of 16 bytes'
-worth of elements), so where an access is then provably aligned it goes without the test.
-Each launch takes the twin when the call's values keep the promise (a few integer tests in
-Python), the general kernel otherwise. The CUDA C is generated at once
+accesses test their alignment when they run has an aligned twin: it assumes the promise of
+`aligned_promise` (every buffer starts at a multiple of 16 bytes, and its mins, extents and
+strides are multiples of 16 bytes' worth of elements), so where an access is then provably
+aligned it goes without the test. The twins, with the kernels that have none, make a
+second module of the same kernel names; a call whose values keep the promise (a few
+integer tests in Python) runs it, any other call the general one, and each module is
+compiled the first time a call needs it. The CUDA C is generated at once
 (`source()` needs no GPU); nvcc runs (`compiler.py`, cached on disk) and the module loads
 (`device.py`) on the first call. The pipeline is called, as every backend's, with one
 value per argument: device pointers (ints) for buffers, numbers for scalars.
@@ -45,56 +46,67 @@ class CudaPipeline:
         self.strict_float = strict_float
         host, self.kernels = split_host_device(body, name)
         self._host, self.host_source = host_program(host, self.kernels)
-        # The kernels alone (each with its aligned twin, if it has one), then the whole
-        # module: the helpers they use first.
+        # The kernels alone, then the whole module: the helpers they use first; and the
+        # aligned variant of the module, if a kernel has a twin (the twins alone too).
         self._promise = aligned_promise(self.args)
         assumed = {**_host_lets(host), **{
             name: n.Mul(n.Var(f"{name}.multiple", n.Var(name).type), n.const(multiple))
             for name, multiple in self._promise.items() if not _is_buffer(self.args, name)}}
-        sources, self._twins = [], []
+        general, aligned = [], []
         for k in self.kernels:
-            general = kernel_source(k.name, k.loop, k.params, k.block, len(k.grid), arch)
-            twin = kernel_source(f"{k.name}_aligned", k.loop, k.params, k.block, len(k.grid),
-                                 arch, aligned=assumed)
-            has_twin = twin.replace(f"{k.name}_aligned(", f"{k.name}(", 1) != general
-            sources += [general, twin] if has_twin else [general]
-            self._twins.append(has_twin)
-        self.kernels_source = "".join("\n" + source for source in sources)
+            general.append(kernel_source(k.name, k.loop, k.params, k.block, len(k.grid), arch))
+            aligned.append(kernel_source(k.name, k.loop, k.params, k.block, len(k.grid), arch,
+                                         aligned=assumed))
+        self.kernels_source = "".join("\n" + source for source in general)
+        self.aligned_kernels_source = "".join(
+            "\n" + twin for twin, source in zip(aligned, general, strict=True) if twin != source)
         self.cuda_source = PRELUDE + self.kernels_source
-        self._functions: list | None = None  # per kernel: (general, aligned twin or None)
+        self.aligned_source = PRELUDE + "".join("\n" + source for source in aligned) \
+            if self.aligned_kernels_source else None
+        self._functions: dict[bool, list] = {}  # per module (aligned?), loaded when needed
         self._allocations: dict[int, object] = {}
 
     def source(self) -> str:
-        """The CUDA C of the kernels, then the host code that launches them."""
+        """The CUDA C of the kernels (and of their aligned twins), then the host code that
+        launches them."""
         host = "\n".join(f"// {line}" for line in self.host_source.splitlines())
-        return f"{self.cuda_source}\n// The host code (Python) that launches the kernels:\n{host}\n"
+        twins = "" if self.aligned_source is None else (
+            "\n// Calls whose buffers start at multiples of 16 bytes and whose mins, extents "
+            "and strides\n// are multiples of 16 bytes' worth of the narrowest element run "
+            "these kernels instead of\n// those of the same names (their accesses proven "
+            f"aligned go without a test):\n{self.aligned_kernels_source}")
+        return (f"{self.cuda_source}{twins}\n// The host code (Python) that launches the "
+                f"kernels:\n{host}\n")
 
     def __call__(self, *values: object) -> None:
         if len(values) != len(self.args):
             raise HaloError(f"{self.name} takes {len(self.args)} arguments, got {len(values)}")
-        if self._functions is None:
-            self._load()
         v = {a.name: value for a, value in zip(self.args, values, strict=True)}
         self._host(v, self._launch, self._alloc, self._free)
 
-    def _load(self) -> None:
-        module = load_module(compile_cubin(
-            self.cuda_source, self.arch, self.strict_float,
-            {k.name: k.dynamic_shared for k in self.kernels if k.dynamic_shared}))
-        functions = []
-        for k, has_twin in zip(self.kernels, self._twins, strict=True):
-            pair = []
-            for name in (k.name, f"{k.name}_aligned" if has_twin else None):
-                f = None if name is None else module.get_function(name)
-                if f is not None:
-                    f.prepare("".join(_format(p) for p in k.params))
-                    if k.dynamic_shared:  # past 48 KB, a block's shared memory is asked for
-                        f.set_attribute(
-                            cuda_driver().function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                            k.dynamic_shared)
-                pair.append(f)
-            functions.append(tuple(pair))
-        self._functions = functions
+    def _variant(self, v: dict[str, object]) -> bool:
+        """Whether a call with values `v` runs the aligned module."""
+        return self.aligned_source is not None and keeps_promise(self._promise, v)
+
+    def _load(self, aligned: bool) -> list:
+        """The kernel functions of the general or the aligned module, compiled and loaded
+        the first time."""
+        if aligned not in self._functions:
+            module = load_module(compile_cubin(
+                self.aligned_source if aligned else self.cuda_source, self.arch,
+                self.strict_float,
+                {k.name: k.dynamic_shared for k in self.kernels if k.dynamic_shared}))
+            functions = []
+            for k in self.kernels:
+                f = module.get_function(k.name)
+                f.prepare("".join(_format(p) for p in k.params))
+                if k.dynamic_shared:  # past 48 KB, a block's shared memory is asked for
+                    f.set_attribute(
+                        cuda_driver().function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                        k.dynamic_shared)
+                functions.append(f)
+            self._functions[aligned] = functions
+        return self._functions[aligned]
 
     def _launch(self, k: int, v: dict[str, object], grid: tuple[int, ...]) -> None:
         kernel: DeviceKernel = self.kernels[k]
@@ -109,10 +121,8 @@ class CudaPipeline:
                     "bind the larger dimension to the innermost block loop")
         values = [int(v[p.name]) if p.is_buffer else _scalar(p.type, v[p.name])
                   for p in kernel.params]
-        general, twin = self._functions[k]
-        aligned = twin is not None and keeps_promise(self._promise, v)
-        (twin if aligned else general).prepared_call(grid3, kernel.block, *values,
-                                                  shared_size=kernel.dynamic_shared)
+        self._load(self._variant(v))[k].prepared_call(grid3, kernel.block, *values,
+                                                      shared_size=kernel.dynamic_shared)
 
     def _alloc(self, nbytes: int) -> int:
         allocation = cuda_driver().mem_alloc(nbytes)
