@@ -178,3 +178,52 @@ def test_dense_accesses_are_vector_instructions_in_registers(tmp_path, name, ins
     for instruction in instructions:
         assert instruction in text, instruction
     assert ".local" not in text, "a vector's lanes went to local memory"
+
+
+def test_a_call_runs_the_module_its_values_choose_building_each_once(monkeypatch):
+    """The general and the aligned module are compiled the first time a call needs them
+    (no GPU: the compiler and the loaded functions are stand-ins)."""
+    import halo.backends.cuda as cuda_backend
+    out, _, _ = gpu_pipelines.PIPELINES["vectorized_shared"]()
+    pipeline = out.compile(target=CUDA).function
+    compiled, launched = [], []
+
+    class Function:
+        def __init__(self, source):
+            self.source = source
+
+        def prepare(self, formats):
+            pass
+
+        def set_attribute(self, *args):
+            pass
+
+        def prepared_call(self, *args, **kwargs):
+            launched.append(self.source)
+
+    class Module:
+        def __init__(self, source):
+            self.source = source
+
+        def get_function(self, name):
+            return Function(self.source)
+
+    monkeypatch.setattr(cuda_backend, "compile_cubin",
+                        lambda source, *rest: compiled.append(source) or source)
+    monkeypatch.setattr(cuda_backend, "load_module", Module)
+
+    def values(address, rows, columns):
+        v = {"inp": address, "out": 2**20, "inp.extent.0": rows, "inp.extent.1": 2 * columns,
+             "inp.stride.0": 2 * columns, "out.min.0": 0, "out.min.1": 0,
+             "out.extent.0": rows, "out.extent.1": columns, "out.stride.0": columns}
+        return [v.get(a.name, 0) for a in pipeline.args]
+
+    pipeline(*values(4096, 8, 64))  # aligned: the twins' module
+    pipeline(*values(4096 + 4, 8, 64))  # a misaligned start: the general module
+    pipeline(*values(4096, 8, 64))
+    pipeline(*values(4096, 8, 70))  # 70 columns: not a multiple of 4 floats
+    aligned, general = pipeline.aligned_source, pipeline.cuda_source
+    assert compiled == [aligned, general]
+    assert launched and launched == [aligned] * (len(launched) // 4) + \
+        [general] * (len(launched) // 4) + [aligned] * (len(launched) // 4) + \
+        [general] * (len(launched) // 4)
