@@ -74,7 +74,8 @@ class _Levels(IRMutator):
         outer_level = self.level
         chained = bool(self.loops) and self.loops[-1].kind is loop.kind and \
             loop_func(self.loops[-1].name) == loop_func(loop.name)
-        self.level = self._entered(loop.kind, loop.name, self._stage_of(loop.name), chained)
+        self.level = self._entered(self.level, loop.kind, loop.name, self._stage_of(loop.name),
+                                   chained)
         self.loops.append(loop)
         try:
             return self.mutate_children(loop)
@@ -87,23 +88,23 @@ class _Levels(IRMutator):
         simplification dropped them) still has its bindings checked, from its schedule:
         whether a schedule is legal doesn't depend on the sizes."""
         funcs = self.ctx.env.funcs
-        if pc.name in funcs and not any(isinstance(x, n.For) and loop_func(x.name) is not None
-                                        and loop_func(x.name)[0] == pc.name
-                                        for x in walk(pc.produce)):
+        own_loops = (x for x in walk(pc.produce) if isinstance(x, n.For)
+                     and (loop_func(x.name) or ("",))[0] == pc.name)
+        if pc.name in funcs and next(own_loops, None) is None:
             for k, stage in enumerate(funcs[pc.name].schedule.stages):
                 level, previous = self.level, None
                 for d in stage.dims:  # outermost first
-                    level = self._entered(d.kind, d.name, stage_label(pc.name, k),
-                                          previous is d.kind, level)
+                    level = self._entered(level, d.kind, d.name, stage_label(pc.name, k),
+                                          previous is d.kind)
                     previous = d.kind
         return self.mutate_children(pc)
 
-    def _entered(self, kind: n.ForKind, name: str, stage: str, chained: bool,
-                 level: Level | None = None) -> Level:
-        """The level inside loop `name` of `kind` entered at `level` (default: here),
-        after checking it may sit there; `chained`: the loop just outside binds the same
-        way in the same stage (the loops of one binding are one nest)."""
-        level = self.level if level is None else level
+    @staticmethod
+    def _entered(level: Level, kind: n.ForKind, name: str, stage: str, chained: bool
+                 ) -> Level:
+        """The level inside loop `name` of `kind` entered at `level`, after checking it
+        may sit there; `chained`: the loop just outside binds the same way in the same
+        stage (the loops of one binding are one nest)."""
         if kind is n.ForKind.VTHREAD and level is not Level.BLOCK:
             raise ScheduleError(f"{stage}: vthread loop {name} runs {_WHERE[level]}; vthreads "
                                 "go inside the block loops and outside the thread loops")

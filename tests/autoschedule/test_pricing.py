@@ -265,3 +265,5 @@ def test_a_loop_entry_covers_the_vector_and_unrolled_loops_inside_it():
     assert entry((WHOLE, WHOLE), 8) == 512
     assert entry((WHOLE, 128), 8) == 128
     assert entry((WHOLE, WHOLE), 1) == 512
+    assert entry((WHOLE, 32), 8) == 32  # the tile's loop of 4 vectors runs
+    assert entry((WHOLE, 32), 8, unroll=True) == 64 * 32  # unrolled: the row loop runs

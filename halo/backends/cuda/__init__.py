@@ -49,9 +49,10 @@ class CudaPipeline:
         # The kernels alone, then the whole module: the helpers they use first; and the
         # aligned variant of the module, if a kernel has a twin (the twins alone too).
         self._promise = aligned_promise(self.args)
-        assumed = {**_host_lets(host), **{
-            name: n.Mul(n.Var(f"{name}.multiple", n.Var(name).type), n.const(multiple))
-            for name, multiple in self._promise.items() if not _is_buffer(self.args, name)}}
+        assumed = {**_host_lets(host), **{  # a promised scalar is `multiple * k`
+            a.name: n.Mul(n.Var(f"{a.name}.multiple", a.type),
+                          n.const(self._promise[a.name], a.type))
+            for a in self.args if a.kind == "scalar" and a.name in self._promise}}
         general, aligned = [], []
         for k in self.kernels:
             general.append(kernel_source(k.name, k.loop, k.params, k.block, len(k.grid), arch))
@@ -152,10 +153,6 @@ def aligned_promise(args: Sequence[Argument]) -> dict[str, int]:
 def keeps_promise(promise: dict[str, int], values: dict[str, object]) -> bool:
     """Whether a call's `values` (addresses and scalars, by argument) keep `promise`."""
     return all(int(values[name]) % multiple == 0 for name, multiple in promise.items())
-
-
-def _is_buffer(args: Sequence[Argument], name: str) -> bool:
-    return any(a.name == name and a.kind == "buffer" for a in args)
 
 
 def _host_lets(host: n.Stmt) -> dict[str, n.Expr]:

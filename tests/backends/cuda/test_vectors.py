@@ -224,6 +224,5 @@ def test_a_call_runs_the_module_its_values_choose_building_each_once(monkeypatch
     pipeline(*values(4096, 8, 70))  # 70 columns: not a multiple of 4 floats
     aligned, general = pipeline.aligned_source, pipeline.cuda_source
     assert compiled == [aligned, general]
-    assert launched and launched == [aligned] * (len(launched) // 4) + \
-        [general] * (len(launched) // 4) + [aligned] * (len(launched) // 4) + \
-        [general] * (len(launched) // 4)
+    per_call = len(launched) // 4
+    assert per_call and launched == ([aligned] * per_call + [general] * per_call) * 2
