@@ -38,6 +38,7 @@ from halo.backends.cuda import vectors
 from halo.backends.cuda.tensor_calls import CudaContext, CudaOperand, emit_tensor_call
 from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
+from halo.ir.substitute import uses_var
 from halo.ir.types import Type, int32
 from halo.ir.visitor import child_nodes, rewrite
 from halo.lower.double_buffering import GPU_ASYNC_COMMIT, GPU_ASYNC_COPY, GPU_ASYNC_WAIT
@@ -273,8 +274,9 @@ class _Emitter:
         """Block loop `b`'s variable; the innermost block loop is x."""
         axis = _AXES[self.block_axes - 1 - self.block_depth]
         index = f"(int)blockIdx.{axis}"
-        self.declare(b.name, int32, index if _is_zero(b.min) else
-                     f"{self.expr(b.min)} + {index}")
+        if uses_var(b.body, b.name):  # (a grid axis of extent 1 may be unused)
+            self.declare(b.name, int32, index if _is_zero(b.min) else
+                         f"{self.expr(b.min)} + {index}")
         self.block_depth += 1
         self._stmt(b.body)
         self.block_depth -= 1
@@ -392,7 +394,10 @@ class _Emitter:
             self.open(f"if ({' && '.join(unused)})")
         else:
             self.open("")  # a scope of its own: the nest's loop variables
-        for axis, t in zip(_AXES, reversed(chain), strict=False):
+        for i, (axis, t) in enumerate(zip(_AXES, reversed(chain), strict=False)):
+            readers = [chain[-1].body, *(inner.min for inner in chain[len(chain) - i:])]
+            if not any(uses_var(r, t.name) for r in readers):  # (e.g. a warp-wide call)
+                continue
             index = f"(int)threadIdx.{axis}"
             self.declare(t.name, int32,
                          index if _is_zero(t.min) else f"{self.expr(t.min)} + {index}")
