@@ -283,7 +283,7 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
         a_op, b_op = ctx.operand(a.name), ctx.operand(b.name)
         acc.load()
         g, t = _lane_parts(ctx)
-        fast = " && ".join(_ldmatrix_condition(op) for op in (a_op, b_op))
+        tests = [_ldmatrix_tests(op) for op in (a_op, b_op)]
 
         def steps(matrix_loads: bool) -> None:
             step = ctx.fresh("k")
@@ -315,11 +315,14 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
                     ctx.line(_mma(acc.tile(r, c), f"{left}[{r}]", f"{right}[{c}]"))
             ctx.line("    }")
 
-        ctx.line(f"if ({fast}) {{")
-        steps(matrix_loads=True)
-        ctx.line("} else {")
-        steps(matrix_loads=False)
-        ctx.line("}")
+        if None in tests or not any(tests):  # known while lowering: one way only
+            steps(matrix_loads=None not in tests)
+        else:
+            ctx.line(f"if ({' && '.join(test for op in tests for test in op)}) {{")
+            steps(matrix_loads=True)
+            ctx.line("} else {")
+            steps(matrix_loads=False)
+            ctx.line("}")
         acc.store()
 
     return Intrinsic(name, spec, emit=update, init=init, update=update, scope="warp")
@@ -453,13 +456,16 @@ def _lane_parts(ctx) -> tuple[str, str]:
     return f"({ctx.lane} >> 2)", f"({ctx.lane} & 3)"
 
 
-def _ldmatrix_condition(op) -> str:
-    """Where `ldmatrix` may read the operand: shared memory, rows a multiple of 16 bytes
-    apart, 16-byte aligned."""
+def _ldmatrix_tests(op) -> list[str] | None:
+    """The run-time tests (C) under which `ldmatrix` may read the operand (shared memory,
+    rows a multiple of 16 bytes apart, 16-byte aligned): none where lowering proved it,
+    None where it never may."""
     if op.scope != "shared" or (op.constant_strides[0] or 8) % 8:
-        return "false"
-    stride = [] if op.constant_strides[0] is not None else [f"({op.strides[0]}) % 8 == 0"]
-    return " && ".join([*stride, f"((size_t){op.pointer} & 15) == 0"])
+        return None
+    tests = [] if op.constant_strides[0] is not None else [f"({op.strides[0]}) % 8 == 0"]
+    if op.alignment < 16:
+        tests.append(f"((size_t){op.pointer} & 15) == 0")
+    return tests
 
 
 def _ldmatrix(registers: list[str], address: str, trans: bool = False) -> str:

@@ -430,7 +430,8 @@ class _Emitter:
                 tuple(_strip(self.expr(x)) for x in spec_strides),
                 tuple(int(x.value) if isinstance(x, n.Const) else None for x in spec_strides),
                 int(index.value) if scope == "warp" and isinstance(index, n.Const) else None,
-                self.sizes.get(element.name)))
+                self.sizes.get(element.name), self._alignment(element.name, element.type,
+                                                              index)))
         ctx = CudaContext(call.name, call.part, operands, self.arch,
                           "((int)threadIdx.x & 31)" if warp else "0", self._fresh)
         emit_tensor_call(call.intrinsic.emitter(call.part), ctx)
@@ -494,6 +495,14 @@ class _Emitter:
         aligned twin)."""
         return (self.scopes.get(name) == "shared" or name in self.aligned_buffers) and \
             vectors.divides(lanes, index, self._known_lets())
+
+    def _alignment(self, name: str, t: Type, index: n.Expr) -> int:
+        """The bytes (a power of two, up to 128) that the address of element `index` of
+        buffer `name` is provably a multiple of."""
+        for size in (128, 64, 32, 16, 8, 4, 2):
+            if size > t.bytes and self._aligned(name, size // t.bytes, index):
+                return size
+        return t.bytes
 
     def load_lanes(self, load: n.Load) -> list[n.Expr]:
         """Declares the chunks of dense `load` and returns its lanes (reads of them)."""

@@ -18,10 +18,12 @@ c1, ...)` is a C pointer expression to the element the spec calls `op[c0, c1, ..
 or C expressions), `op.pointer` the one at coordinates zero; its strides (in elements, the
 last dimension's always 1) are `op.strides` (C expressions) and `op.constant_strides`
 (Python ints where lowering knows them, else None); `op.scope` is the memory it lives in
-("global", "shared", "local", or "warp"). A warp array (`lower/block_registers.py`) is a
-buffer only warp-scoped calls access, spread over the warp's lanes: each lane declares
-`op.size / 32` elements of it as `op.buffer`, and the intrinsics that access it agree on
-which lane holds which element; `op.constant_offset` is the element, in the warp's
+("global", "shared", "local", or "warp"); `op.alignment` the bytes its pointer is proven
+a multiple of (the element's size where nothing more is known: test the pointer at run
+time where it matters). A warp array (`lower/block_registers.py`) is a buffer only
+warp-scoped calls access, spread over the warp's lanes: each lane declares `op.size / 32`
+elements of it as `op.buffer`, and the intrinsics that access it agree on which lane
+holds which element; `op.constant_offset` is the element, in the warp's
 row-major array of `op.size`, at the spec's coordinates zero. The lines of one call are
 a C block of their own, so declarations don't leak. A warp-scoped intrinsic's code runs on
 the 32 lanes of a warp together (`ctx.lane` is the lane's index), with a `__syncwarp()`
@@ -54,6 +56,7 @@ class CudaOperand:
     constant_strides: tuple[int | None, ...]
     constant_offset: int | None = None  # warp arrays: see the module
     size: int | None = None  # warp arrays: elements in the warp's whole array
+    alignment: int = 1  # bytes `pointer` is proven a multiple of (a power of two, <= 128)
 
     @property
     def rank(self) -> int:

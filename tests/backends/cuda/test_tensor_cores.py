@@ -255,6 +255,31 @@ def test_cuda_context_addresses():
         ctx.address(op, 1, 2, 3)
 
 
+@pytest.mark.parametrize(("scope", "alignment", "stride", "expect"), [
+    ("shared", 16, 40, "ldmatrix"), ("shared", 2, 40, "test"), ("shared", 16, None, "test"),
+    ("shared", 16, 36, "elements"), ("global", 16, 40, "elements")])
+def test_mma_reads_fragments_by_ldmatrix_where_lowering_proved_it_may(scope, alignment,
+                                                                      stride, expect):
+    """`ldmatrix` where the operands are in shared memory, 16-byte aligned and rows a
+    multiple of 16 bytes apart; a run-time test picks between it and element-by-element
+    loads only where lowering couldn't prove it; never (rows 72 bytes apart, or global
+    memory) leaves only the element-by-element loads."""
+    mma = intrinsics.mma_f16_f32(16, 16, 16)
+
+    def operand(name, t, stride, alignment, scope=scope):
+        return CudaOperand(name, name.upper(), t, "x", scope, f"({name.upper()} + o)",
+                           (str(stride or "s"), "1"), (stride, 1), alignment=alignment)
+    ctx = CudaContext("k", "update", [
+        operand(f"{mma.name}_spec", halo.float32, 20, 16, "shared"),
+        operand(f"{mma.name}_a", halo.float16, stride, alignment),
+        operand(f"{mma.name}_b", halo.float16, 40, 16)], "sm_90", "lane", lambda b: b)
+    mma.emitter("update")(ctx)
+    text = "\n".join(ctx.lines)
+    assert ("ldmatrix" in text) == (expect in ("ldmatrix", "test")), text
+    assert ("__half_as_ushort" in text) == (expect in ("elements", "test")), text
+    assert ("& 15) == 0" in text or "% 8 == 0" in text) == (expect == "test"), text
+
+
 # -------------------------------------------------------------------- refusals
 
 
