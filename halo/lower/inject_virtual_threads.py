@@ -20,6 +20,8 @@ inside kernels), for GPU targets only.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from halo.analysis.simplify import simplify
 from halo.analysis.upper_bound import constant_upper_bound
 from halo.ir import nodes as n
@@ -92,9 +94,14 @@ class _Push:
                     inner = n.LetStmt(renamed[k], self._copy(value, subs, k), inner)
                 return inner
             case n.Allocate(name=name, type=t, size=n.Const(value=size), body=body, scope=scope):
+                outer = self.grown.get(name)  # (another buffer of the name, elsewhere)
                 self.grown[name] = int(size)
-                return n.Allocate(name, t, const(int(size) * self.copies),
-                                  self.push(body, subs, varying), scope)
+                body = self.push(body, subs, varying)
+                if outer is None:
+                    del self.grown[name]
+                else:
+                    self.grown[name] = outer
+                return n.Allocate(name, t, const(int(size) * self.copies), body, scope)
             case n.IfThenElse(condition=cond, then_case=then, else_case=other) \
                     if not varies(cond):
                 return n.IfThenElse(cond, self.push(then, subs, varying),
@@ -124,14 +131,21 @@ class _Push:
 
     def _copy(self, node, subs: list[dict[str, n.Expr]], k: int):
         """Copy k of `node`: its varying names replaced, its accesses to buffers allocated
-        inside moved to part k."""
-        node = substitute(node, subs[k])
+        (and grown) outside it moved to part k."""
+        return _part(substitute(node, subs[k]), k, self.grown)
 
-        def offset(x):
-            if isinstance(x, (n.Load, n.Store)) and x.name in self.grown:
-                index = n.Add(rewrite(x.index, offset), const(k * self.grown[x.name]))
-                if isinstance(x, n.Load):
-                    return n.Load(x.type, x.name, index, x.predicate)
-                return n.Store(x.name, index, rewrite(x.value, offset), x.predicate)
-            return None
-        return rewrite(node, offset) if self.grown else node
+
+def _part(node, k: int, grown: dict[str, int]):
+    """`node` with its accesses to the `grown` buffers (name -> size of a part) moved to
+    part k; a buffer `node` allocates itself, each copy has whole (it shadows its name)."""
+    def offset(x):
+        if isinstance(x, n.Allocate) and x.name in grown:
+            inner = {name: size for name, size in grown.items() if name != x.name}
+            return dataclasses.replace(x, body=_part(x.body, k, inner))
+        if isinstance(x, (n.Load, n.Store)) and x.name in grown:
+            index = n.Add(rewrite(x.index, offset), const(k * grown[x.name]))
+            if isinstance(x, n.Load):
+                return n.Load(x.type, x.name, index, x.predicate)
+            return n.Store(x.name, index, rewrite(x.value, offset), x.predicate)
+        return None
+    return rewrite(node, offset) if grown else node
