@@ -22,8 +22,9 @@ from halo.random_programs.random_stages import STAGE_KINDS, Drawing
 from halo.random_programs.size_profile import FUZZ, SizeProfile
 
 MIN_STAGES, MAX_STAGES = 2, 15
-# Raised whenever a seed may draw a different pipeline than before: stored training
-# samples name their pipeline by (seed, profile, GENERATOR_VERSION).
+# Stored training samples name their pipeline by (seed, profile, GENERATOR_VERSION) and
+# a hash of what it drew: raised when a change redraws pipelines the stored samples use
+# (a sample whose pipeline draws differently anyway is skipped as stale by its hash).
 GENERATOR_VERSION = 1
 # Kinds that make poor outputs: an input behind a boundary condition is no computation,
 # and updates that write a fixed region (histograms, scans, scatters) may write outside

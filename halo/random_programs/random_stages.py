@@ -251,7 +251,7 @@ def _bounded_term(term: Value, count: int) -> Value:
     if term.dtype == "int32":
         return rv.clamp_mag(term, INT32_LIMIT // count)
     if term.is_float:
-        return rv.clamp_mag(term, rv.FLOAT_LIMIT / count)
+        return rv.clamp_mag(term, rv.FLOAT_LIMIT // count)
     return term
 
 

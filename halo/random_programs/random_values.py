@@ -124,7 +124,9 @@ def cast(v: Value, dtype: str, saturate: bool = True) -> Value | None:
 
 
 def clamp_mag(v: Value, limit: float) -> Value:
-    """`v` clamped into [-limit, limit] (unsigned: [0, limit]) when it may leave it."""
+    """`v` clamped into [-limit, limit] (unsigned: [0, limit]) when it may leave it.
+    `limit` is a whole number: a clamped value may be the limit, so a fraction in it
+    would make an exact value a multiple of a smaller power of two than `v.frac` says."""
     lower = 0 if v.dtype == "uint8" else -limit
     if v.lo >= lower and v.hi <= limit:
         return v

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 
 import numpy as np
@@ -77,6 +78,18 @@ def test_reference_of_random_pipelines_is_finite_and_in_range():
         v = p.output.value
         assert np.all(np.isfinite(out.astype(np.float64)))
         assert out.min() >= v.lo - 4 * v.err - 1e-3 and out.max() <= v.hi + 4 * v.err + 1e-3
+
+
+def test_clamp_limits_are_float32_values():
+    """The generator's bounds and exactness reason about a clamp's limits as written; a
+    limit float32 can't hold is another value when run (seed 20261882001347 clamped a
+    sum's float terms to +-1e6 / 9, which float32 holds only to 2**-6: the sum of nine
+    was called exact, and a legal order of its additions was reported as a mismatch)."""
+    literals = re.compile(r"halo\.clamp\(.*?, (-?[\d.e+]+), (-?[\d.e+]+)\)")
+    for seed in [20261882001347, *range(300)]:
+        for lo, hi in literals.findall(random_pipeline(seed).source()):
+            for limit in (float(lo), float(hi)):
+                assert float(np.float32(limit)) == limit, (seed, lo, hi)
 
 
 def test_schedules_use_every_primitive():
