@@ -29,6 +29,13 @@ def nvcc_options(strict_float: bool) -> list[str]:
     return ["--fmad=false"] if strict_float else []
 
 
+# Generated kernels may declare what they end up not using (a let of one vthread copy,
+# a shared array of a partitioned loop's copy whose reads folded away): nvcc's notes on
+# that (#177 declared but never referenced, #550 set but never used) aren't the user's to
+# act on, so they don't reach them as warnings. Front end only: they don't change the code.
+_QUIET = ["--diag-suppress=177,550"]
+
+
 @cache
 def _backend_fingerprint() -> str:
     digest = hashlib.sha256(__version__.encode())
@@ -56,7 +63,7 @@ def compile_cubin(source: str, arch: str, strict_float: bool,
         return entry[1]
     compiler = cuda_compiler()
     try:
-        ptx = compiler.compile(source, options=options, arch=arch, no_extern_c=True,
+        ptx = compiler.compile(source, options=options + _QUIET, arch=arch, no_extern_c=True,
                                cache_dir=False, target="ptx")
     except cuda_driver().CompileError as e:
         raise InternalError(f"nvcc refused the CUDA C halo generated ({e}); the source:\n"

@@ -1,0 +1,58 @@
+"""compile_cubin with the real nvcc and ptxas and no GPU: PyCUDA's `compile` stood in for
+by one that runs nvcc the same way (options, -ptx, a warning for whatever nvcc says)."""
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+
+from halo.backends.cuda import compiler
+
+NVCC, PTXAS = shutil.which("nvcc"), shutil.which("ptxas")
+
+
+class _NvccLikePyCuda:
+    """`pycuda.compiler`'s compile: nvcc to PTX, a UserWarning with what nvcc said when
+    it succeeded but said something."""
+
+    class CompileError(Exception):
+        pass
+
+    def __init__(self, tmp: Path):
+        self.tmp = tmp
+
+    def compile(self, source, options, arch, no_extern_c, cache_dir, target):
+        path = self.tmp / "kernel.cu"
+        path.write_text(source)
+        result = subprocess.run([NVCC, f"-arch={arch}", "--ptx", *options, str(path), "-o",
+                                 str(self.tmp / "kernel.ptx")], capture_output=True,
+                                text=True, check=False)
+        if result.returncode:
+            raise self.CompileError(result.stderr)
+        if result.stderr.strip():
+            warnings.warn("The CUDA compiler succeeded, but said the following:\n" +
+                          result.stderr, stacklevel=2)
+        return (self.tmp / "kernel.ptx").read_bytes()
+
+
+@pytest.mark.skipif(NVCC is None or PTXAS is None, reason="nvcc and ptxas are not installed")
+def test_what_a_kernel_declares_and_never_uses_is_no_warning(tmp_path, monkeypatch):
+    """A generated kernel may declare a let or a shared array it ends up not reading;
+    nvcc's notes on that don't reach the user, and the cubin is built."""
+    monkeypatch.setenv("HALO_CACHE_DIR", "off")
+    stand_in = _NvccLikePyCuda(tmp_path)
+    monkeypatch.setattr(compiler, "cuda_compiler", lambda: stand_in)
+    monkeypatch.setattr(compiler, "cuda_driver", lambda: stand_in)
+    source = ('extern "C" __global__ void k(int* a) {\n'
+              '    const int unused = 3;\n'
+              '    __shared__ int written[32];\n'
+              '    written[threadIdx.x] = 1;\n'
+              '    a[threadIdx.x] = 2;\n}\n')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cubin = compiler.compile_cubin(source, "sm_90", strict_float=False)
+    assert cubin
+    assert not caught, [str(w.message) for w in caught]
+    with pytest.warns(UserWarning, match="never"):  # (what nvcc would have said)
+        stand_in.compile(source, [], "sm_90", True, False, "ptx")
