@@ -65,7 +65,9 @@ def nests(alg: Algorithm, decisions: dict[str, Decision]) -> dict[str, FuncNest]
             n = store_n = par = 1
             store_region = region
         extents = dict(zip(f.dims, extent(region), strict=True))
-        constant = p.kind == AT and _constant_tile(alg, out[p.consumer], p)
+        # (a sliding window computes a different extent at its first iteration)
+        constant = p.kind == AT and p.store_loop is None and \
+            _constant_tile(alg, out[p.consumer], p)
         loops = [stage_loops(f.dims, s.pure, s.rvars, extents, d.nest, s.index > 0, constant)
                  for s in f.stages]
         out[f.name] = FuncNest(region, n, store_region, store_n, loops, par)

@@ -102,6 +102,28 @@ def test_blur_hand_schedule_points():
     assert _check_allocations(out, alg, found) == 1  # blur_x (its input is inlined)
 
 
+def test_a_sliding_window_unrolls_no_loop_of_its_own_extents():
+    """A Func sliding along a consumer's loop computes more rows at the first iteration
+    than at the others, so its unsplit loops have no constant extent: an unrolled nest
+    there unrolls none of them (halo refuses `unroll` of such a loop)."""
+    with halo.NameScope():
+        inp, out, _ = blur.algorithm()
+    h, w = 37, 101
+    alg = Algorithm.of(Environment.of([out]), {"inp": ((0, h - 1), (0, w - 1))},
+                       {"blur_y": ((0, h - 1), (0, w - 1))}, {})
+    decisions = {"blur_y": Decision(Placement(ROOT), Nest((8, 32), 8, True)),
+                 "blur_x": Decision(Placement(AT, "blur_y", 0, 2, store_loop=1),
+                                    Nest((WHOLE, WHOLE), 8, unroll=True)),
+                 "inp_repeat_edge0": Decision(Placement(INLINE))}
+    want, found = _modelled(alg, decisions)
+    assert found["blur_x"].sliding
+    assert not any(lp.unrolled for lp in found["blur_x"].loops[0])
+    calls = schedule_calls(alg, decisions, (), found)
+    assert not any(c.method == "unroll" and c.target.func == "blur_x" for c in calls)
+    image = np.random.default_rng(0).random((h, w), dtype=np.float32)
+    assert _counts(out, calls, (h, w), (0, 0), {inp: image}) == want
+
+
 def _random_state(alg, machine, rng):
     state = State(alg)
     while not state.complete:
