@@ -46,7 +46,6 @@ DEFAULT_BEAM = 8
 DEFAULT_BUDGET_S = 30.0
 SEARCH_SHARE = 0.7  # of the budget; the rest validates (compiles and runs) candidates
 TUNE_SEARCH_SHARE = 0.2  # of a tuning budget, for the beam search that starts it
-VALIDATED = 3  # candidates lowered and run, best first, until one passes
 CANDIDATES = 10  # different schedules the result lists
 
 
@@ -127,10 +126,15 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
     chosen = None
     if time.monotonic() < start + budget:
         validator = Validator(outputs, env, alg, target, inputs, _calls(root_everything(alg)))
-        for k, priced in enumerate(ranked[:VALIDATED]):
-            if k and time.monotonic() >= start + budget:
+        tried: set[str] = set()
+        for priced in ranked:  # (while the budget lasts; the first always)
+            if tried and time.monotonic() >= start + budget:
                 break
             calls = _calls(priced.state)
+            text = calls_source(calls)
+            if text in tried:
+                continue
+            tried.add(text)
             if validator.check(calls):
                 chosen = Candidate(calls, priced.seconds)
                 break

@@ -13,7 +13,7 @@ from halo.autoschedule import _algorithm
 from halo.autoschedule.validate import Validator
 from halo.lang.environment import Environment
 from halo.random_programs.random_pipeline import random_pipeline
-from halo.schedule.calls import Call, StageRef
+from halo.schedule.calls import Call, StageRef, calls_source
 from tests.autoschedule.jobs import two_outputs_with_a_param
 
 
@@ -159,3 +159,21 @@ def test_a_scheduled_algorithm_is_refused():
     funcs["blur_x"].compute_root()
     with pytest.raises(halo.ScheduleError, match="Func blur_x already has a placement"):
         halo.autoschedule(out, estimates={out: (20, 30), inp: (20, 30)})
+
+
+def test_candidates_are_checked_down_the_ranking_until_one_passes(monkeypatch):
+    """Where the best candidates fail their check, the next ones are tried (each
+    schedule once) while the budget lasts, before falling back to every Func at root."""
+    inp, out, _ = blur.algorithm()
+    image = np.random.default_rng(3).random((40, 50), dtype=np.float32)
+    checked = []
+    real_check = Validator.check
+
+    def fails_four(self, calls):
+        checked.append(calls_source(calls))
+        return len(checked) > 4 and real_check(self, calls)
+    monkeypatch.setattr(Validator, "check", fails_four)
+    result = halo.autoschedule(out, inputs={inp: image}, budget_s=20)
+    assert len(checked) == 5 and len(set(checked)) == 5
+    assert "vectorize" in result.source  # a searched schedule, not the root fallback
+    _check(out, {inp: image}, [(40, 50), (7, 11)])
