@@ -76,8 +76,10 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             innermost = loops[-1] if loops else None
             lanes = innermost.trips if innermost is not None and innermost.vector else 1
             # points an entry of the innermost loop that runs as a loop covers (a vector
-            # or unrolled loop inside it is straight-line code)
-            running = [k for k, lp in enumerate(loops) if not (lp.vector or lp.unrolled)]
+            # or unrolled loop inside it is straight-line code, and one of a single trip
+            # is no loop)
+            running = [k for k, lp in enumerate(loops)
+                       if not (lp.vector or lp.unrolled) and lp.trips > 1]
             per_entry = prod(lp.trips for lp in loops[running[-1] if running else 0:])
             inner_var = innermost.var if innermost is not None else None
             classes = Counter()
@@ -121,7 +123,7 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             tasks = nest.in_parallel * prod(lp.trips for lp in loops if lp.parallel)
             waves = ceil(tasks / cores)
             idle = 1 - tasks / (waves * cores) if tasks > 1 else 1 - 1 / cores
-            alloc = prod(extent(nest.store_region)) * f.bytes
+            alloc = prod(nest.allocated) * f.bytes
             read_by_level: Counter = Counter()
             working = lines = 0
             # A sliding window reads, per store realization, what its stored region needs.
@@ -300,7 +302,7 @@ def _home_bytes(alg: Algorithm, func_nests: dict[str, FuncNest], a) -> int:
     nest = func_nests.get(a.callee)
     if nest is None:
         return 0
-    return prod(extent(nest.store_region)) * alg.funcs[a.callee].bytes
+    return prod(nest.allocated) * alg.funcs[a.callee].bytes
 
 
 def _level(size: int, cache_bytes: tuple[int, int, int]) -> str:

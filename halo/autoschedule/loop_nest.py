@@ -34,6 +34,19 @@ class FuncNest:
     def sliding(self) -> bool:
         return self.store_realizations != self.realizations
 
+    @property
+    def allocated(self) -> tuple[int, ...]:
+        """The extents allocated per store realization: `store_region`'s, except that a
+        sliding window along one dimension keeps only its live rows there, the power
+        of two at least its window (`lower/storage_folding.py`)."""
+        stored, window = extent(self.store_region), extent(self.region)
+        moving = [d for d, (s, w) in enumerate(zip(stored, window, strict=True)) if s > w]
+        if not self.sliding or len(moving) != 1:
+            return stored
+        (d,) = moving
+        fold = 1 << (window[d] - 1).bit_length()
+        return stored[:d] + (min(fold, stored[d]),) + stored[d + 1:]
+
 
 def decision_of(decisions: dict[str, Decision], name: str) -> Decision:
     """The decision for `name`; a Func not decided yet is computed at root."""
@@ -65,6 +78,18 @@ def nests(alg: Algorithm, decisions: dict[str, Decision]) -> dict[str, FuncNest]
             n = store_n = par = 1
             store_region = region
         extents = dict(zip(f.dims, extent(region), strict=True))
+        if n > store_n:
+            # A sliding window: each step after the first computes only what is new along
+            # the dimension it slides in (still a vector, where that is the vector's).
+            steps = n // store_n
+            lanes = d.nest.vector if d.nest is not None else 0
+            for k, (stored, window) in enumerate(zip(extent(store_region), extent(region),
+                                                     strict=True)):
+                if stored > window:
+                    vector = lanes if d.nest is not None and \
+                        k == d.nest.vector_dim % len(f.dims) else 1
+                    extents[f.dims[k]] = max(min(window, vector),
+                                             -(-(stored - window) // max(1, steps - 1)))
         # (a sliding window computes a different extent at its first iteration)
         constant = p.kind == AT and p.store_loop is None and \
             _constant_tile(alg, out[p.consumer], p)

@@ -35,9 +35,9 @@ def _counts(out, calls, shape, origin, inputs):
     return kernel.store_counts
 
 
-def _allocations(out, alg) -> dict[str, tuple[int, ...]]:
-    """The extents of each Func's first Realize after bounds inference, every loop at its
-    first iteration, the outputs and inputs at their estimated boxes."""
+def _allocations(out, alg, after: str = "bounds_inference") -> dict[str, tuple[int, ...]]:
+    """The extents of each Func's first Realize after bounds inference (or pass `after`),
+    every loop at its first iteration, the outputs and inputs at their estimated boxes."""
     env = {}
     for name, box in [*alg.outputs.items(), *((k, b) for k, (b, _) in alg.inputs.items())]:
         for k, (lo, hi) in enumerate(box):
@@ -67,7 +67,7 @@ def _allocations(out, alg) -> dict[str, tuple[int, ...]]:
             if isinstance(child, n.Stmt):
                 visit(child)
 
-    visit(lower(Environment.of([out]), halo.Target("host"), stop_after="bounds_inference").stmt)
+    visit(lower(Environment.of([out]), halo.Target("host"), stop_after=after).stmt)
     return found
 
 
@@ -122,6 +122,31 @@ def test_a_sliding_window_unrolls_no_loop_of_its_own_extents():
     assert not any(c.method == "unroll" and c.target.func == "blur_x" for c in calls)
     image = np.random.default_rng(0).random((h, w), dtype=np.float32)
     assert _counts(out, calls, (h, w), (0, 0), {inp: image}) == want
+
+
+def test_a_sliding_window_is_modelled_folded_and_a_row_a_step():
+    """blur_x slides down each 32 x 32 tile of blur_y: the model allocates what
+    storage folding leaves (the power of two at least its 3-row window) and, after the
+    first step, loops over the one new row."""
+    with halo.NameScope():
+        inp, out, _ = blur.algorithm()
+    h, w = 64, 96
+    alg = Algorithm.of(Environment.of([out]), {"inp": ((0, h - 1), (0, w - 1))},
+                       {"blur_y": ((0, h - 1), (0, w - 1))}, {})
+    decisions = {"blur_y": Decision(Placement(ROOT), Nest((32, 32), 8, True)),
+                 "blur_x": Decision(Placement(AT, "blur_y", 0, 2, store_loop=1),
+                                    Nest((WHOLE, WHOLE), 8)),
+                 "inp_repeat_edge0": Decision(Placement(INLINE))}
+    want, found = _modelled(alg, decisions)
+    nest = found["blur_x"]
+    assert nest.sliding and extent(nest.region) == (3, 32)
+    assert nest.allocated == (4, 32)
+    calls = schedule_calls(alg, decisions, (), found)
+    image = np.random.default_rng(1).random((h, w), dtype=np.float32)
+    assert _counts(out, calls, (h, w), (0, 0), {inp: image}) == want
+    assert _allocations(out, alg, after="storage_folding")["blur_x"] == (4, 32)
+    assert [(lp.var, lp.trips) for lp in nest.loops[0] if not lp.vector] == [("y", 1),
+                                                                            ("x", 4)]
 
 
 def _random_state(alg, machine, rng):

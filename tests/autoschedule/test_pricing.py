@@ -267,3 +267,24 @@ def test_a_loop_entry_covers_the_vector_and_unrolled_loops_inside_it():
     assert entry((WHOLE, WHOLE), 1) == 512
     assert entry((WHOLE, 32), 8) == 32  # the tile's loop of 4 vectors runs
     assert entry((WHOLE, 32), 8, unroll=True) == 64 * 32  # unrolled: the row loop runs
+
+
+def test_a_loop_of_one_trip_is_no_loop_entry():
+    """A reduction's register tile computed per row of its consumer: its row loop runs
+    once inside the reduction loop, which is the loop whose entries count."""
+    x, y = halo.vars("x y")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    r = halo.RDom((0, 64), name="r")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[y, x] = 0.0
+    g[y, x] += inp[y, r.x * 8 + x]
+    f[y, x] = g[y, x] * 2
+    alg = _algorithm(Environment.of([f]), {inp: (32, 512), f: (32, 8)}, None)
+    decisions = {f.name: Decision(Placement(ROOT), Nest((OUTER, WHOLE), 8)),
+                 g.name: Decision(Placement(AT, f.name, 0, 0),
+                                  Nest((WHOLE, WHOLE), 8, reduction_outer=True))}
+    features = stage_features(alg, decisions, nests(alg, decisions), 1, 8,
+                              (32768, 2**19, 2**22))
+    update = next(s for s in features if s.label.startswith(f"{g.name}") and
+                  s.label != g.name)
+    assert update.innermost_extent == 64 * 8  # r's 64 trips of one 8-lane row
