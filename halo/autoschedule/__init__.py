@@ -46,7 +46,7 @@ DEFAULT_BEAM = 8
 DEFAULT_BUDGET_S = 30.0
 SEARCH_SHARE = 0.7  # of the budget; the rest validates (compiles and runs) candidates
 TUNE_SEARCH_SHARE = 0.2  # of a tuning budget, for the beam search that starts it
-CANDIDATES = 10  # different schedules the result lists
+CANDIDATES = 10  # different schedules the result lists (and checks, best first)
 
 
 @dataclass
@@ -122,21 +122,15 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
             recorded_best(problem, records)
         if tuned is not None:
             return _tuned_result(tuned, outputs, unscheduled, search, start)
-    ranked = search.run(starts)
+    candidates = _distinct(search.run(starts))
     chosen = None
     if time.monotonic() < start + budget:
         validator = Validator(outputs, env, alg, target, inputs, _calls(root_everything(alg)))
-        tried: set[str] = set()
-        for priced in ranked:  # (while the budget lasts; the first always)
-            if tried and time.monotonic() >= start + budget:
+        for k, candidate in enumerate(candidates):  # the first always, the rest in budget
+            if k and time.monotonic() >= start + budget:
                 break
-            calls = _calls(priced.state)
-            text = calls_source(calls)
-            if text in tried:
-                continue
-            tried.add(text)
-            if validator.check(calls):
-                chosen = Candidate(calls, priced.seconds)
+            if validator.check(candidate.calls):
+                chosen = candidate
                 break
     if chosen is None:  # the root schedule: always legal, nothing to check
         fallback = root_everything(alg)
@@ -146,7 +140,7 @@ def autoschedule(f_or_pipeline, target: str | Target = "host", estimates: dict |
     schedules = {name: g.schedule for name, g in Environment.of(outputs).funcs.items()}
     return AutoscheduleResult(schedules_source(schedules), schedules_to_json(schedules),
                               chosen.predicted_s, time.monotonic() - start,
-                              _distinct(ranked), search.evaluations, chosen.calls, outputs,
+                              candidates, search.evaluations, chosen.calls, outputs,
                               unscheduled)
 
 

@@ -41,7 +41,7 @@ class FuncNest:
         of two at least its window (`lower/storage_folding.py`)."""
         stored, window = extent(self.store_region), extent(self.region)
         moving = [d for d, (s, w) in enumerate(zip(stored, window, strict=True)) if s > w]
-        if not self.sliding or len(moving) != 1:
+        if len(moving) != 1:  # (not sliding, or along two dimensions: not folded)
             return stored
         (d,) = moving
         fold = 1 << (window[d] - 1).bit_length()
@@ -82,14 +82,13 @@ def nests(alg: Algorithm, decisions: dict[str, Decision]) -> dict[str, FuncNest]
             # A sliding window: each step after the first computes only what is new along
             # the dimension it slides in (still a vector, where that is the vector's).
             steps = n // store_n
-            lanes = d.nest.vector if d.nest is not None else 0
-            for k, (stored, window) in enumerate(zip(extent(store_region), extent(region),
-                                                     strict=True)):
+            vector_dim = f.dims[d.nest.vector_dim] if d.nest is not None and f.dims else None
+            for dim, stored, window in zip(f.dims, extent(store_region), extent(region),
+                                           strict=True):
                 if stored > window:
-                    vector = lanes if d.nest is not None and \
-                        k == d.nest.vector_dim % len(f.dims) else 1
-                    extents[f.dims[k]] = max(min(window, vector),
-                                             -(-(stored - window) // max(1, steps - 1)))
+                    vector = d.nest.vector if dim == vector_dim else 1
+                    extents[dim] = max(min(window, vector),
+                                       -(-(stored - window) // max(1, steps - 1)))
         # (a sliding window computes a different extent at its first iteration)
         constant = p.kind == AT and p.store_loop is None and \
             _constant_tile(alg, out[p.consumer], p)

@@ -102,19 +102,26 @@ def test_blur_hand_schedule_points():
     assert _check_allocations(out, alg, found) == 1  # blur_x (its input is inlined)
 
 
+def _blur_sliding(h: int, w: int, tiles: tuple[int, int], unroll: bool = False):
+    """(inp, out, alg, decisions): blur at h x w, blur_y in parallel `tiles`, blur_x
+    sliding down each tile (computed per row of it, stored per tile)."""
+    with halo.NameScope():
+        inp, out, _ = blur.algorithm()
+    alg = Algorithm.of(Environment.of([out]), {"inp": ((0, h - 1), (0, w - 1))},
+                       {"blur_y": ((0, h - 1), (0, w - 1))}, {})
+    decisions = {"blur_y": Decision(Placement(ROOT), Nest(tiles, 8, True)),
+                 "blur_x": Decision(Placement(AT, "blur_y", 0, 2, store_loop=1),
+                                    Nest((WHOLE, WHOLE), 8, unroll=unroll)),
+                 "inp_repeat_edge0": Decision(Placement(INLINE))}
+    return inp, out, alg, decisions
+
+
 def test_a_sliding_window_unrolls_no_loop_of_its_own_extents():
     """A Func sliding along a consumer's loop computes more rows at the first iteration
     than at the others, so its unsplit loops have no constant extent: an unrolled nest
     there unrolls none of them (halo refuses `unroll` of such a loop)."""
-    with halo.NameScope():
-        inp, out, _ = blur.algorithm()
     h, w = 37, 101
-    alg = Algorithm.of(Environment.of([out]), {"inp": ((0, h - 1), (0, w - 1))},
-                       {"blur_y": ((0, h - 1), (0, w - 1))}, {})
-    decisions = {"blur_y": Decision(Placement(ROOT), Nest((8, 32), 8, True)),
-                 "blur_x": Decision(Placement(AT, "blur_y", 0, 2, store_loop=1),
-                                    Nest((WHOLE, WHOLE), 8, unroll=True)),
-                 "inp_repeat_edge0": Decision(Placement(INLINE))}
+    inp, out, alg, decisions = _blur_sliding(h, w, (8, 32), unroll=True)
     want, found = _modelled(alg, decisions)
     assert found["blur_x"].sliding
     assert not any(lp.unrolled for lp in found["blur_x"].loops[0])
@@ -128,15 +135,8 @@ def test_a_sliding_window_is_modelled_folded_and_a_row_a_step():
     """blur_x slides down each 32 x 32 tile of blur_y: the model allocates what
     storage folding leaves (the power of two at least its 3-row window) and, after the
     first step, loops over the one new row."""
-    with halo.NameScope():
-        inp, out, _ = blur.algorithm()
     h, w = 64, 96
-    alg = Algorithm.of(Environment.of([out]), {"inp": ((0, h - 1), (0, w - 1))},
-                       {"blur_y": ((0, h - 1), (0, w - 1))}, {})
-    decisions = {"blur_y": Decision(Placement(ROOT), Nest((32, 32), 8, True)),
-                 "blur_x": Decision(Placement(AT, "blur_y", 0, 2, store_loop=1),
-                                    Nest((WHOLE, WHOLE), 8)),
-                 "inp_repeat_edge0": Decision(Placement(INLINE))}
+    inp, out, alg, decisions = _blur_sliding(h, w, (32, 32))
     want, found = _modelled(alg, decisions)
     nest = found["blur_x"]
     assert nest.sliding and extent(nest.region) == (3, 32)

@@ -285,6 +285,5 @@ def test_a_loop_of_one_trip_is_no_loop_entry():
                                   Nest((WHOLE, WHOLE), 8, reduction_outer=True))}
     features = stage_features(alg, decisions, nests(alg, decisions), 1, 8,
                               (32768, 2**19, 2**22))
-    update = next(s for s in features if s.label.startswith(f"{g.name}") and
-                  s.label != g.name)
+    update = next(s for s in features if s.label == f"{g.name}.update(0)")
     assert update.innermost_extent == 64 * 8  # r's 64 trips of one 8-lane row

@@ -49,4 +49,3 @@ def test_a_vthread_copy_of_a_register_array_after_one_that_grew():
     got = s9.realize((16, 17), inputs=inputs, origin=(3, -4), target='cuda')
     want = halo.reference(s9, (16, 17), inputs=inputs, origin=(3, -4))
     np.testing.assert_array_equal(got, want)
-
