@@ -11,14 +11,18 @@ with constant intervals, as bounds inference bounds it, and memoized by box.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from halo.analysis.interval import Interval, bounds_of_expr
 from halo.analysis.simplify import simplify
 from halo.errors import HaloError
 from halo.ir import nodes as n
-from halo.ir.substitute import substitute
+from halo.ir.substitute import free_vars, substitute
 from halo.ir.visitor import child_nodes
+
+# Integer divisions by a run-time value (a boundary's `x % width`): one lane at a time.
+SERIAL_DIVISIONS = ("Div_int_by_value", "Mod_int_by_value")
 
 Box = tuple[tuple[int, int], ...]  # inclusive (lo, hi) per dimension, outermost first
 UNBOUNDED = 1 << 40
@@ -169,17 +173,18 @@ class Algorithm:
                 return True
         return False
 
-    def region_read(self, stage: StageModel, access: Access, box: dict[str, tuple[int, int]]
-                    ) -> Box:
+    def region_read(self, stage: StageModel, access: Access, box: dict[str, tuple[int, int]],
+                    tiled: Collection[str] = ()) -> Box:
         """The box of `access.callee` that `stage` reads while its loop variables range
-        over `box` (inclusive intervals by name)."""
+        over `box` (inclusive intervals by name), those in `tiled` over a tile of an
+        enclosing loop (see `_bounds`)."""
         forms = self._forms.get(id(access))
         if forms is None:
             forms = self._forms[id(access)] = _sparse_forms(stage, access)
         out = []
         for k, form in enumerate(forms):
             if form is None:
-                out.append(self._bounds(access.args[k], box))
+                out.append(self._bounds(access.args[k], box, tiled))
                 continue
             lo, terms = form
             hi = lo
@@ -192,15 +197,32 @@ class Algorithm:
             out.append((lo, hi))
         return tuple(out)
 
-    def _bounds(self, arg: n.Expr, box: dict[str, tuple[int, int]]) -> tuple[int, int]:
-        key = (arg, tuple(sorted(box.items())))
+    def _bounds(self, arg: n.Expr, box: dict[str, tuple[int, int]], tiled: Collection[str]
+                ) -> tuple[int, int]:
+        """The interval of a coordinate that isn't affine, as lowering's bounds inference
+        finds it, then evaluated at this box. There, a variable in `tiled` ranges over a
+        tile of an enclosing loop that may start anywhere, `[v, v + extent - 1]` for a
+        symbolic `v` (one value where the tile is one wide); any other over a region
+        whose two ends are unrelated symbols. So a wrap (`x % width`) of more than one
+        value is its whole range, as halo realizes it, though this box alone would read
+        less; a clamp is exact."""
+        key = (arg, tuple(sorted(box.items())), tuple(sorted(set(tiled) & set(box))))
         found = self._memo.get(key)
         if found is None:
-            scope = {v: Interval(n.const(a), n.const(b)) for v, (a, b) in box.items()}
-            bounds = bounds_of_expr(substitute(arg, self._constants), scope)
-            lo = _int_or(bounds.min, -UNBOUNDED)
-            hi = _int_or(bounds.max, UNBOUNDED)
-            found = self._memo[key] = (lo, hi)
+            values = {**self._constants, **{v: n.const(a) for v, (a, b) in box.items()
+                                            if v in tiled and a == b}}
+            scope, at = {}, {}
+            for v, (a, b) in box.items():
+                if v in values:
+                    continue
+                lo = n.Var(f"{v}.box_min")
+                hi = n.Add(lo, n.const(b - a)) if v in tiled else n.Var(f"{v}.box_max")
+                scope[v] = Interval(lo, hi)
+                at.update({lo.name: n.const(a), f"{v}.box_max": n.const(b)})
+            bounds = bounds_of_expr(substitute(arg, values), scope)
+            lo, hi = (None if e is None else simplify(substitute(e, at))
+                      for e in (bounds.min, bounds.max))
+            found = self._memo[key] = (_int_or(lo, -UNBOUNDED), _int_or(hi, UNBOUNDED))
         return found
 
     @property
@@ -275,18 +297,22 @@ def _stage_model(func: str, index: int, d, dims: list[str],
             rvars.append((r.name, int(lo_v.value), int(ext_v.value)))
     loop_vars = pure + tuple(r[0] for r in rvars)
     accesses, ops = [], Counter()
-    _count(d.value, loop_vars, accesses, ops, index=False, seen=set())
+    _count(d.value, loop_vars, accesses, ops, index=False, seen=set(),
+           inner=pure[-1] if pure else None)
     lhs = tuple(d.args) if index > 0 else ()
     return StageModel(func, index, pure, tuple(rvars), tuple(accesses), ops, lhs,
                       d.rdom is not None and d.rdom.predicate is not None)
 
 
 def _count(e: n.Expr, loop_vars: tuple[str, ...], accesses: list, ops: Counter,
-           index: bool, seen: set) -> None:
+           index: bool, seen: set, inner: str | None) -> None:
     """Record the accesses of `e` and count its operations; those computing an access's
-    coordinates count as `index` (strength-reduced and hoisted in compiled loops). A
-    subexpression that occurs again (`seen`) is computed once: compiled code shares it
-    (harris's response reads Sxx three times; inlined, its box sum runs once)."""
+    coordinates count as `index` (strength-reduced and hoisted in compiled loops), except
+    an integer division by a run-time value of something that moves along the innermost
+    dimension `inner` (a wrapping or mirroring boundary's): no vector unit divides
+    integers, so each lane divides alone. A subexpression that occurs again (`seen`) is
+    computed once: compiled code shares it (harris's response reads Sxx three times;
+    inlined, its box sum runs once)."""
     stack = [e]
     while stack:
         node = stack.pop()
@@ -301,12 +327,14 @@ def _count(e: n.Expr, loop_vars: tuple[str, ...], accesses: list, ops: Counter,
                                          for a in node.args)))
             ops[_op_class(node)] += 1
             for a in node.args:
-                _count(a, loop_vars, accesses, ops, index=True, seen=seen)
+                _count(a, loop_vars, accesses, ops, index=True, seen=seen, inner=inner)
             continue
-        if index and not isinstance(node, (n.Var, n.Const)):
+        kind = _op_class(node)
+        if index and not isinstance(node, (n.Var, n.Const)) and not (
+                kind in SERIAL_DIVISIONS and inner in free_vars(node.a)):
             ops["index"] += 1
         else:
-            ops[_op_class(node)] += 1
+            ops[kind] += 1
         stack.extend(child_nodes(node))
 
 
@@ -319,7 +347,9 @@ def _op_class(node: n.Expr) -> str:
         return "leaf"
     kind = type(node).__name__
     if kind in ("Div", "Mod"):
-        return f"{kind}_{'float' if node.type.is_float else 'int'}"
+        if node.type.is_float:
+            return f"{kind}_float"
+        return f"{kind}_int" if isinstance(node.b, n.Const) else f"{kind}_int_by_value"
     return kind
 
 

@@ -36,7 +36,13 @@ ANALYTICAL_WEIGHTS = {
     "compute": CYCLE_S, "loads": CYCLE_S, "gathers": 2 * CYCLE_S,
     "l1_bytes": 0.02e-9, "l2_bytes": 0.05e-9, "l3_bytes": 0.1e-9, "dram_bytes": 0.25e-9,
     "store_bytes": 0.05e-9, "heap_allocations": 0.5e-6, "stack_allocations": 5e-9,
-    "parallel_tasks": 0.5e-6,
+    # Entering a parallel loop wakes the pool's threads: tens of microseconds on a
+    # virtual machine (random pipelines measured at 4 threads: 30-60 us a launch; a
+    # 2-core Zen 3 host: 90 us for a call's first, little for the next). Threads claim
+    # chunks of tasks, so a task costs little more than its own set-up; charged 0.5 us,
+    # it keeps harris's search on strips of 64 rows (without it the beam drifted to
+    # 2.5x slower schedules whose only modelled gain was more, smaller tasks).
+    "parallel_launches": 20e-6, "parallel_tasks": 0.5e-6,
     # An entry of an innermost loop is more than its branch: its bounds, a sliding
     # window's test, a boundary's partition and a vector tail (harris with tiles 640
     # wide against 128: about 100 cycles an entry saved; 15 moves the choice without

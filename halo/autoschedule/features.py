@@ -30,10 +30,14 @@ OP_CYCLES = {"Add": 1, "Sub": 1, "Mul": 1, "Min": 1, "Max": 1, "Select": 1, "Cas
              "Div_float": 4, "Mod_float": 8, "Div_int": 8, "Mod_int": 8, "EQ": 1, "NE": 1,
              "LT": 1, "LE": 1, "And": 1, "Or": 1, "Xor": 1, "Not": 1, "Let": 0}
 MATH_CYCLES = 20
+# Cycles per point of the operations no vector unit does: an integer division by a
+# run-time value, one lane at a time (`x % width` of a wrapping boundary, vectorized 8
+# wide on a Zen 3 core: 7 cycles a point against 1 for the copy it guards).
+SERIAL_CYCLES = {"Div_int_by_value": 7, "Mod_int_by_value": 7}
 # The cost model's terms, per stage (`cost_terms`).
 TERMS = ("compute", "loads", "gathers", "l1_bytes", "l2_bytes", "l3_bytes", "dram_bytes",
-         "store_bytes", "heap_allocations", "stack_allocations", "parallel_tasks",
-         "innermost_loops")
+         "store_bytes", "heap_allocations", "stack_allocations", "parallel_launches",
+         "parallel_tasks", "innermost_loops")
 
 
 @dataclass
@@ -59,7 +63,8 @@ class StageFeatures:
     accumulator_registers: int
     bytes_read_by_level: dict[str, float] = field(default_factory=dict)
     stored_points: int = 0  # points written to memory (a register tile's stay in registers)
-    launches_tasks: bool = False  # its own loop is the parallel one (else it inherits it)
+    parallel_launches: int = 0  # entries of its own parallel loop (none inside another's)
+    serial_cycles: float = 0.0  # per point, of operations each vector lane does alone
 
 
 def stage_features(alg: Algorithm, decisions: dict[str, Decision],
@@ -110,6 +115,9 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 cls = _access_class(a, region, moved[inner_var][k][1]
                                     if inner_var in moved else region,
                                     _stored_extents(alg, func_nests, a))
+                if cls == "dense" and lanes > 1 and _folded_across(
+                        func_nests.get(a.callee), region[-1][0] - point[inner_var][0], lanes):
+                    cls = "gather"
                 classes[cls] += 1
                 if a.callee == name and promoted or (a.callee, region) in loaded:
                     continue  # the accumulator stays in registers; a value loaded again
@@ -121,6 +129,11 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             if spills:
                 loads += 2.0  # the accumulators spill: a store and a load per point
             tasks = nest.in_parallel * prod(lp.trips for lp in loops if lp.parallel)
+            # A parallel loop wakes the thread pool each time it is entered, unless it
+            # runs inside another (a team of one); the chunks it hands out cost little.
+            first = next((k for k, lp in enumerate(loops) if lp.parallel), None)
+            launches = 0 if first is None or nest.in_parallel > 1 else \
+                nest.realizations * prod(lp.trips for lp in loops[:first])
             waves = ceil(tasks / cores)
             idle = 1 - tasks / (waves * cores) if tasks > 1 else 1 - 1 / cores
             alloc = prod(nest.allocated) * f.bytes
@@ -130,9 +143,9 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             read_box, times = (alg.stage_box(s, nest.store_region), nest.store_realizations) \
                 if nest.sliding else (box, nest.realizations)
             footprints = _footprints(alg, decisions, s, read_box)
-            for a, region in footprints.values():
+            for a, region, most in footprints.values():
                 working += _bytes_of(alg, a, region)
-                lines += _lines(alg, a, region)
+                lines += _lines(alg, a, region, most)
             # What a realization reads stays in L2 while it runs if it fits; else each
             # iteration of its outermost loop whose reads fit there reads them again
             # from where they live (a tiled loop nest re-reads each tile's inputs).
@@ -144,9 +157,9 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 footprints = _footprints(alg, decisions, s,
                                          site_box(alg, name, s.index, nest, depth))
                 depth += 1
-            for a, region in footprints.values():
+            for a, region, most in footprints.values():
                 level = _level(_home_bytes(alg, func_nests, a), cache_bytes)
-                read_by_level[level] += _lines(alg, a, region) * LINE * times
+                read_by_level[level] += _lines(alg, a, region, most) * LINE * times
             full = prod(extent(alg.full_regions[name])) * (
                 prod(r[2] for r in s.rvars) if s.rvars else 1)
             out.append(StageFeatures(
@@ -155,8 +168,8 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 classes, per, nest.realizations, total, total / max(1, full),
                 per_entry, lanes, tasks, idle, alloc,
                 nest.store_realizations, working, lines, loads, registers,
-                dict(read_by_level), 0 if promoted else total,
-                any(lp.parallel for lp in loops)))
+                dict(read_by_level), 0 if promoted else total, launches,
+                sum(SERIAL_CYCLES.get(k, 0) * v for k, v in ops.items())))
     return out
 
 
@@ -173,7 +186,7 @@ def cost_terms(features: list[StageFeatures], cores: int, natural_lanes: int) ->
         level = f.bytes_read_by_level
         memory_speedup = min(speedup, 2.0)
         rows += np.array([
-            f.points * f.op_cycles / efficiency / speedup,
+            f.points * (f.op_cycles / efficiency + f.serial_cycles) / speedup,
             f.points * f.loads_per_vector / max(1, f.vector_lanes) / speedup,
             f.points * f.access_classes["gather"] / speedup,
             level.get("l1", 0) / speedup, level.get("l2", 0) / speedup,
@@ -181,7 +194,8 @@ def cost_terms(features: list[StageFeatures], cores: int, natural_lanes: int) ->
             f.stored_points * 4 / memory_speedup,
             f.allocations if f.allocation_bytes > 65536 else 0,
             f.allocations if f.allocation_bytes <= 65536 else 0,
-            f.parallel_tasks if f.parallel_tasks > 1 and f.launches_tasks else 0,
+            f.parallel_launches,
+            f.parallel_tasks if f.parallel_tasks > 1 and f.parallel_launches else 0,
             f.points / max(1, f.innermost_extent) / speedup,
         ])
     return rows
@@ -236,6 +250,18 @@ def _access_class(a, region, moved, stored: tuple[int, ...] | None) -> str:
     return "strided"
 
 
+def _folded_across(nest: FuncNest | None, offset: int, lanes: int) -> bool:
+    """Whether a vector of `lanes` read `offset` columns from its consumer's own, of a
+    buffer that storage folding wraps along its last dimension (a window sliding along
+    the row), may wrap: its addresses `% fold` are then no run of memory, and each lane
+    loads alone (harris sliding 16 columns at a time with a 3x3 stencil over the folded
+    rows ran 2.5x its hand schedule; unsharp reading its window at the column it
+    computes, aligned, ran 1.3x)."""
+    if nest is None:
+        return False
+    return nest.allocated[-1] < extent(nest.store_region)[-1] and offset % lanes != 0
+
+
 def _stored_extents(alg: Algorithm, func_nests: dict[str, FuncNest], a
                     ) -> tuple[int, ...] | None:
     """The extents of the buffer an access reads, as stored (None: inlined)."""
@@ -268,21 +294,31 @@ def _register_tile(loops) -> dict:
 
 def _footprints(alg: Algorithm, decisions: dict[str, Decision], s: StageModel,
                 box: dict[str, tuple[int, int]]) -> dict:
-    """Per buffer the stage reads over `box`, (an access, the union of its taps' regions)."""
+    """Per buffer the stage reads over `box`: (an access, the union of its taps' regions,
+    the most cache lines they span). An affine tap's region is exact; one through a
+    clamp, a mirror or a wrap is its whole range once a tile reaches an edge, though each
+    point still reads one element: its lines are at most those `box`'s rows span."""
+    shape = [hi - lo + 1 for v, (lo, hi) in box.items() if v in s.pure] or [1]
+    rows = prod(hi - lo + 1 for lo, hi in box.values()) // shape[-1]
     out: dict = {}
     for a, region in _reads(alg, decisions, s, box):
-        out[a.callee] = (a, union(out.get(a.callee, (a, None))[1], region))
+        _, old, most = out.get(a.callee, (a, None, 0))
+        most += _lines(alg, a, region) if None not in a.affine else \
+            rows * (ceil(shape[-1] * _elem_bytes(alg, a) / LINE) + 1)
+        out[a.callee] = (a, union(old, region), most)
     return out
 
 
-def _lines(alg: Algorithm, a, region) -> int:
-    """Cache lines a region of the buffer `a` reads spans (rows of its last dimension)."""
+def _lines(alg: Algorithm, a, region, most: int | None = None) -> int:
+    """Cache lines a region of the buffer `a` reads spans (rows of its last dimension),
+    at most `most`."""
     rows = prod(extent(region)[:-1]) if region else 1
-    return rows * ceil((extent(region)[-1] if region else 1) * _elem_bytes(alg, a) / LINE)
+    lines = rows * ceil((extent(region)[-1] if region else 1) * _elem_bytes(alg, a) / LINE)
+    return lines if most is None else min(lines, most)
 
 
 def _line_bytes(alg: Algorithm, footprints: dict) -> int:
-    return sum(_lines(alg, a, region) for a, region in footprints.values()) * LINE
+    return sum(_lines(alg, *footprint) for footprint in footprints.values()) * LINE
 
 
 def _elem_bytes(alg: Algorithm, a) -> int:

@@ -32,7 +32,10 @@ class FuncNest:
 
     @property
     def sliding(self) -> bool:
-        return self.store_realizations != self.realizations
+        """Stored outside the loop it is computed in, and moving there (a window that
+        stays put, as a wrap's whole range does, is computed again at each step)."""
+        return self.store_realizations != self.realizations and \
+            self.store_region != self.region
 
     @property
     def allocated(self) -> tuple[int, ...]:
@@ -126,22 +129,38 @@ def site_box(alg: Algorithm, func: str, stage: int, nest: FuncNest, loop: int
 def _demand(alg: Algorithm, decisions: dict[str, Decision], func: str, stage: int,
             nest: FuncNest, loop: int) -> dict[str, Box]:
     """What the code inside one iteration of loop `loop` of `func`'s stage reads of each
-    Func computed inside it (or inlined there)."""
+    Func computed inside it (or inlined there). The stage's variables that the loops
+    down to `loop` tile are `tiled` (`Algorithm.region_read`), and so are an inlined
+    Func's dimensions that its consumers index with them alone: inlined, its
+    coordinates are the consumer's expressions."""
     s = alg.funcs[func].stages[stage]
     demand: dict[str, Box] = {}
-    _read(alg, s, site_box(alg, func, stage, nest, loop), demand)
+    tiled = {v for lp in nest.loops[stage][:loop + 1]
+             for v in (lp.var, *([lp.fused_with[0]] if lp.fused_with else []))}
+    tied: dict[str, set[str]] = {}
+    _read(alg, s, site_box(alg, func, stage, nest, loop), demand, tiled, tied)
     names = list(alg.funcs)
     for name in reversed(names[:names.index(func)]):
         if name in demand and _inside(decisions, name, func, stage, loop):
+            inlined = decision_of(decisions, name).placement.kind == INLINE
             for t in alg.funcs[name].stages:
-                _read(alg, t, alg.stage_box(t, demand[name]), demand)
+                _read(alg, t, alg.stage_box(t, demand[name]), demand,
+                      tied.get(name, set()) if inlined else set(), tied)
     return demand
 
 
-def _read(alg: Algorithm, s, box: dict[str, tuple[int, int]], demand: dict[str, Box]) -> None:
+def _read(alg: Algorithm, s, box: dict[str, tuple[int, int]], demand: dict[str, Box],
+          tiled: set[str], tied: dict[str, set[str]]) -> None:
+    """Add what stage `s` reads over `box` to `demand`, and narrow `tied` to the
+    dimensions of each callee that every access indexes affinely in `tiled` alone."""
     for a in s.accesses:
-        if not a.is_input and a.callee != s.func:
-            demand[a.callee] = union(demand.get(a.callee), alg.region_read(s, a, box))
+        if a.is_input or a.callee == s.func:
+            continue
+        demand[a.callee] = union(demand.get(a.callee), alg.region_read(s, a, box, tiled))
+        dims = alg.funcs[a.callee].dims
+        mine = {dims[k] for k, form in enumerate(a.affine) if form is not None and
+                all(v in tiled for c, v in zip(form[0], s.loop_vars, strict=True) if c)}
+        tied[a.callee] = tied[a.callee] & mine if a.callee in tied else mine
 
 
 def _inside(decisions: dict[str, Decision], name: str, func: str, stage: int, loop: int
@@ -165,7 +184,7 @@ def points(alg: Algorithm, name: str, nest: FuncNest) -> list[int]:
     out = []
     for s, loops in zip(f.stages, nest.loops, strict=True):
         if s.index == 0 and nest.sliding:
-            out.append(nest.store_realizations * prod(extent(nest.store_region)))
+            out.append(nest.store_realizations * prod(_slid(f.dims, nest, loops)))
         elif s.index == 0:
             out.append(nest.realizations * prod(loop.trips for loop in loops))
         else:
@@ -173,3 +192,19 @@ def points(alg: Algorithm, name: str, nest: FuncNest) -> list[int]:
             out.append(nest.realizations * prod(ext[d] for d in s.pure)
                        * prod(r[2] for r in s.rvars))
     return out
+
+
+def _slid(dims: tuple[str, ...], nest: FuncNest, loops: list) -> list[int]:
+    """The extents a sliding window computes per store realization: the stored region's
+    along the dimension it slides in, and elsewhere what the loops cover (a vector's
+    last tile shifted in stores its overlap again)."""
+    out = []
+    for d, stored, window in zip(dims, extent(nest.store_region), extent(nest.region),
+                                 strict=True):
+        mine = [lp for lp in loops if lp.var == d]
+        if stored > window or not mine or any(lp.fused_with for lp in loops):
+            out.append(stored)
+        else:
+            out.append(prod(lp.trips for lp in mine))
+    return out
+

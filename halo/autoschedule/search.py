@@ -25,6 +25,7 @@ import random
 import time
 from dataclasses import dataclass, replace
 from itertools import product
+from math import prod
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from halo.schedule.calls import Call
 COARSE_TILES = (4, 16, 64, 2)
 COARSE_VECTORS = (1, 4, 16, 2)
 MAX_CHILDREN = 48  # nests per placement; more are sampled with the seed
+SMALL_POINTS = 1 << 18  # a root Func this small is also tried without a parallel loop
 MAX_ROOT_NESTS = 16  # root nests of a Func that could go inside a consumer instead
 
 
@@ -381,9 +383,12 @@ def _nest_options(f, extents: dict[str, int], machine: Machine, rng: random.Rand
     if len(tiles) > MAX_CHILDREN:
         tiles = sorted(rng.sample(tiles, MAX_CHILDREN))
     reduction = [False, True] if f.has_updates else [False]
+    # Waking the threads costs tens of microseconds: a small root Func may do better on
+    # one core (its outputs' points, at about a cycle each, are under that).
+    parallel = [True, False] if root and prod(extents.values()) <= SMALL_POINTS else [root]
     out = []
-    for t, v, r, vd in product(tiles, vectors, reduction, lane_dims):
-        out.append(Nest(t, v, vd, parallel=root, unroll=r, reduction_outer=r))
+    for t, v, r, vd, par in product(tiles, vectors, reduction, lane_dims, parallel):
+        out.append(Nest(t, v, vd, parallel=par, unroll=r, reduction_outer=r))
         outers = sum(1 for x in t if x != WHOLE)
         if root and outers >= 2:
             out.append(Nest(t, v, vd, parallel=True, fuse_outer=True, unroll=r,

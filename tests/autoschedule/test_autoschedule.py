@@ -110,9 +110,10 @@ def test_random_pipelines(seed):
 
 def test_histogram_parallel_through_rfactor():
     """A scatter whose pure loops give no parallelism: the schedule rfactors it (partial
-    histograms of blocks of rows, in parallel), and the counts stay exact."""
+    histograms of blocks of rows, in parallel), and the counts stay exact. (The image
+    is large enough that waking the threads pays: a few thousand points wouldn't.)"""
     image, hist, _ = histogram.algorithm()
-    data = np.random.default_rng(4).integers(0, 256, (256, 64)).astype(np.uint8)
+    data = np.random.default_rng(4).integers(0, 256, (1024, 1024)).astype(np.uint8)
     result = halo.autoschedule(hist, estimates={hist: (256,)}, inputs={image: data},
                                budget_s=10)
     assert "rfactor" in result.source and "parallel" in result.source

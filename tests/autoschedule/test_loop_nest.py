@@ -16,7 +16,7 @@ from halo.autoschedule.algorithm import Algorithm, extent
 from halo.autoschedule.emit import schedule_calls
 from halo.autoschedule.loop_nest import nests, points
 from halo.autoschedule.search import Machine, State, children_of
-from halo.autoschedule.space import AT, INLINE, ROOT, WHOLE, Decision, Nest, Placement
+from halo.autoschedule.space import AT, INLINE, OUTER, ROOT, WHOLE, Decision, Nest, Placement
 from halo.autoschedule.validate import apply_calls
 from halo.ir import nodes as n
 from halo.ir.substitute import substitute
@@ -174,3 +174,34 @@ def test_random_pipelines_random_states(seed):
     got = _counts(built.output, calls, p.output_shape, p.output_origin, inputs)
     assert got == {k: v for k, v in want.items() if k in got}, "\n".join(c.source() for c in calls)
     _check_allocations(built.output, state.alg, found)
+
+
+
+def test_a_func_read_through_a_mirror_is_realized_as_bounds_inference_bounds_it():
+    """f reads g through a mirror (`x % period`, not affine), g computed per vector of
+    f and stored per row. Bounds inference bounds the wrap of a vector that may start
+    anywhere by the whole period, so each vector realizes all of g's row (24 columns,
+    not its 8); the model counts that (it had taken the first vector's reads, as a
+    window sliding along the row: a random pipeline scheduled so ran 100x slower than
+    predicted). A row is one value of y: its wrap is that row's alone."""
+    y, x = halo.vars("y x")
+    with halo.NameScope():
+        inp = halo.ImageParam(halo.float32, 2, "inp")
+        g, f = halo.Func("g"), halo.Func("f")
+        g[y, x] = halo.boundary.mirror_interior(inp)[y, x] * 2
+        mirrored = halo.boundary.mirror_image(g, bounds=[(0, 20), (0, 24)])
+        f[y, x] = mirrored[y, x] + 1
+    h, w = 12, 24
+    alg = Algorithm.of(Environment.of([f]), {"inp": ((0, 9), (0, 15))},
+                       {"f": ((0, h - 1), (0, w - 1))}, {})
+    inline = Decision(Placement(INLINE))
+    decisions = {"f": Decision(Placement(ROOT), Nest((OUTER, WHOLE), 8)),
+                 mirrored.name: inline, "inp_mirror_interior0": inline,
+                 "g": Decision(Placement(AT, "f", 0, 1, store_loop=0),
+                               Nest((WHOLE, WHOLE), 8))}
+    want, found = _modelled(alg, decisions)
+    assert extent(found["g"].region) == (1, 24)
+    calls = schedule_calls(alg, decisions, (), found)
+    image = np.random.default_rng(2).random((10, 16), dtype=np.float32)
+    assert _counts(f, calls, (h, w), (0, 0), {inp: image}) == want
+

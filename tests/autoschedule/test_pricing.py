@@ -5,6 +5,7 @@ that move them, row reductions offered a vector rfactor, and a validation run th
 stays small when each output point is a long reduction."""
 from __future__ import annotations
 
+import random
 import time
 
 import numpy as np
@@ -14,10 +15,10 @@ from apps import conv_relu, matmul, softmax, unsharp
 from halo.autoschedule import _algorithm
 from halo.autoschedule.algorithm import Algorithm
 from halo.autoschedule.cost_model import default_model
-from halo.autoschedule.features import stage_features
+from halo.autoschedule.features import SERIAL_CYCLES, stage_features
 from halo.autoschedule.loop_nest import nests
 from halo.autoschedule.reductions import rfactor_variants
-from halo.autoschedule.search import Machine, Search, State, rollout
+from halo.autoschedule.search import Machine, Search, State, _nest_options, rollout
 from halo.autoschedule.space import AT, INLINE, OUTER, ROOT, WHOLE, Decision, Nest, Placement
 from halo.autoschedule.validate import FULL_RUN_WORK, _shapes, _work_per_point
 from halo.lang.environment import Environment
@@ -287,3 +288,108 @@ def test_a_loop_of_one_trip_is_no_loop_entry():
                               (32768, 2**19, 2**22))
     update = next(s for s in features if s.label == f"{g.name}.update(0)")
     assert update.innermost_extent == 64 * 8  # r's 64 trips of one 8-lane row
+
+
+def _root_features(f, estimates, nest):
+    """The features of `f` at root with `nest`, every other Func inlined."""
+    alg = _algorithm(Environment.of([f]), estimates, None)
+    decisions = {f.name: Decision(Placement(ROOT), nest),
+                 **{name: Decision(Placement(INLINE)) for name in alg.funcs if name != f.name}}
+    return stage_features(alg, decisions, nests(alg, decisions), 1, 8,
+                          (32768, 2**19, 2**22))
+
+
+def test_a_wrap_along_the_row_divides_lane_by_lane():
+    """A wrapping boundary's `x % width` by the image's run-time width: no vector unit
+    divides integers, so each lane divides alone (on a Zen 3 core, 7 cycles a point
+    against 1 for the copy it guards), where an index had cost nothing. The row's
+    `y % height` is the same along the row (hoisted), and a clamp is a vector min/max."""
+    y, x = halo.vars("y x")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    wrapped, clamped = halo.Func("wrapped"), halo.Func("clamped")
+    wrapped[y, x] = halo.boundary.repeat_image(inp)[y, x]
+    clamped[y, x] = halo.boundary.repeat_edge(inp)[y, x]
+    for f, serial in ((wrapped, SERIAL_CYCLES["Mod_int_by_value"]), (clamped, 0)):
+        feature, = _root_features(f, {f: (64, 512), inp: (64, 512)},
+                                  Nest((WHOLE, WHOLE), 8))
+        assert feature.serial_cycles == serial
+        assert feature.ops["Mod_int_by_value"] == (1 if serial else 0)
+
+
+def test_a_parallel_loop_is_charged_where_it_wakes_the_threads():
+    """Waking the thread pool costs tens of microseconds, and each thread then claims
+    chunks of tasks cheaply: a parallel loop is charged once per entry, whatever its
+    task count; a Func computed inside another's parallel loop runs on a team of one;
+    a serial nest wakes nothing."""
+    y, x = halo.vars("y x")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[y, x] = inp[y, x] * 2
+    f[y, x] = g[y, x] + g[y, x + 1]
+    alg = _algorithm(Environment.of([f]), {inp: (512, 513), f: (512, 512)}, None)
+
+    def launches(f_nest, g_placement):
+        decisions = {f.name: Decision(Placement(ROOT), f_nest),
+                     g.name: Decision(g_placement, Nest((WHOLE, WHOLE), 8))}
+        features = stage_features(alg, decisions, nests(alg, decisions), 4, 8,
+                                  (32768, 2**19, 2**22))
+        return {s.label: s.parallel_launches for s in features}
+
+    few, many = Nest((256, WHOLE), 8, parallel=True), Nest((8, WHOLE), 8, parallel=True)
+    assert launches(few, Placement(ROOT)) == launches(many, Placement(ROOT)) == \
+        {f.name: 1, g.name: 0}  # g's root nest here is serial
+    assert launches(many, Placement(AT, f.name, 0, 0)) == {f.name: 1, g.name: 0}
+    assert launches(Nest((8, WHOLE), 8), Placement(ROOT)) == {f.name: 0, g.name: 0}
+
+
+def test_reads_through_a_wrap_are_at_most_the_rows_a_tile_touches():
+    """A tile's reads through a wrap span the whole image by their bounds, though each
+    point reads one element: bytes read are capped by the rows the tile's points touch
+    (they had been the whole 4 MB image once per tile, 10^4 times too many)."""
+    y, x = halo.vars("y x")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f = halo.Func("f")
+    f[y, x] = halo.boundary.repeat_image(inp)[y, x] + 1
+    feature, = _root_features(f, {f: (1024, 1024), inp: (1024, 1024)},
+                              Nest((32, 256), 8, parallel=True))
+    image = 1024 * 1024 * 4
+    assert image <= sum(feature.bytes_read_by_level.values()) < 1.5 * image
+
+
+def test_a_small_root_func_may_run_on_one_core():
+    """A root Func of few points is also offered serial nests (waking the threads would
+    cost more than its work); a large one only parallel ones."""
+    y, x = halo.vars("y x")
+    f = halo.Func("f")
+    f[y, x] = halo.cast(halo.float32, x + y)
+    model = _algorithm(Environment.of([f]), {f: (40, 50)}, None).funcs[f.name]
+    machine = Machine(2, 8)
+    small = _nest_options(model, {"y": 40, "x": 50}, machine, random.Random(0), True)
+    large = _nest_options(model, {"y": 1024, "x": 1024}, machine, random.Random(0), True)
+    assert {n.parallel for n in small} == {True, False}
+    assert {n.parallel for n in large} == {True}
+
+
+def test_a_window_folded_along_the_row_is_gathered_where_a_vector_may_wrap():
+    """g slides along the row (computed per 16-column tile of f, stored per row), so
+    storage folding wraps its columns (`% 32`, `% 16`): a vector read one column off its
+    consumer's may wrap, and each lane loads alone; one read at the consumer's own,
+    aligned columns is a run of memory (harris slid so ran 2.5x its hand schedule)."""
+    y, x = halo.vars("y x")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+
+    def classes(consumer_of):
+        g, f = halo.Func("g"), halo.Func("f")
+        g[y, x] = inp[y, x] * 2
+        f[y, x] = consumer_of(g)
+        alg = _algorithm(Environment.of([f]), {inp: (64, 514), f: (64, 512)}, None)
+        decisions = {f.name: Decision(Placement(ROOT), Nest((OUTER, 16), 16)),
+                     g.name: Decision(Placement(AT, f.name, 0, 1, store_loop=0),
+                                      Nest((WHOLE, WHOLE), 16))}
+        found = nests(alg, decisions)
+        assert found[g.name].sliding and found[g.name].allocated[-1] in (16, 32)  # folded
+        features = stage_features(alg, decisions, found, 1, 16, (32768, 2**19, 2**22))
+        return next(s for s in features if s.label == f.name).access_classes
+
+    assert classes(lambda g: g[y, x - 1] + g[y, x + 1]) == {"gather": 2}
+    assert classes(lambda g: g[y, x] * 3) == {"dense": 1}

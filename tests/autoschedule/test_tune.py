@@ -187,7 +187,7 @@ def test_probes_and_mutations_give_schedules_halo_accepts(app):
 def test_each_round_measures_random_walks_whatever_their_price():
     """A round's batch takes EXPLORE random walks beside the cheapest proposals, even
     when the model prices every walk above all of them; without walks, the cheapest."""
-    inp, out, image = _blur()
+    inp, out, image = _blur((512, 640))  # large enough that every nest is parallel
     alg = _algorithm(Environment.of([out]), None, {inp: image})
     search = Search(analytical(), Machine(2, 8), 4, 0, time.monotonic() + 5)
     problem = Problem([out], alg, halo.Target("host"), {inp: image}, search, [State(alg)],
