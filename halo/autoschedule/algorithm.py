@@ -6,7 +6,8 @@ loop variables reads of each Func and input.
 Built once per search from the pipeline's Funcs and the sizes (`Algorithm.of`); the
 search never lowers. Regions of affine accesses are interval arithmetic on the Jacobian
 (the fast path); any other argument is bounded by `halo.analysis.interval.bounds_of_expr`
-with constant intervals, as bounds inference bounds it, and memoized by box.
+over symbolic intervals, as bounds inference bounds it (`Algorithm._bounds`), then
+evaluated at the box, and memoized by box.
 """
 from __future__ import annotations
 
