@@ -255,8 +255,7 @@ def _folded_across(nest: FuncNest | None, offset: int, lanes: int) -> bool:
     buffer that storage folding wraps along its last dimension (a window sliding along
     the row), may wrap: its addresses `% fold` are then no run of memory, and each lane
     loads alone (harris sliding 16 columns at a time with a 3x3 stencil over the folded
-    rows ran 2.5x its hand schedule; unsharp reading its window at the column it
-    computes, aligned, ran 1.3x)."""
+    rows ran 2.5x its hand schedule, against 1.3x sliding down strips of rows)."""
     if nest is None:
         return False
     return nest.allocated[-1] < extent(nest.store_region)[-1] and offset % lanes != 0
