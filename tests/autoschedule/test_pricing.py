@@ -374,7 +374,7 @@ def test_a_window_folded_along_the_row_is_gathered_where_a_vector_may_wrap():
     """g slides along the row (computed per 16-column tile of f, stored per row), so
     storage folding wraps its columns (`% 32`, `% 16`): a vector read one column off its
     consumer's may wrap, and each lane loads alone; one read at the consumer's own,
-    aligned columns is a run of memory (harris slid so ran 2.5x its hand schedule)."""
+    aligned columns is a run of memory (unsharp slid so ran 2.7x its hand schedule)."""
     y, x = halo.vars("y x")
     inp = halo.ImageParam(halo.float32, 2, "inp")
 
