@@ -83,6 +83,7 @@ def test_collect_train_evaluate_end_to_end(tmp_path, capsys):
                  "--jobs", "1"]) == 0
     out = capsys.readouterr().out
     assert "| analytical |" in out and "| random |" in out and "learning curve" in out
+    assert "all pipelines, by the models fitted on none of them" in out
 
 
 def test_plots(tmp_path):
@@ -177,6 +178,12 @@ def test_metrics_on_known_cases():
     # one swapped pair (the two slowest of group 0) of 7
     swapped = scores(np.array([1.0, 2.0, 8.0, 4.0, 3.0, 1.0]), measured, groups)
     assert swapped.pairwise_accuracy == pytest.approx(6 / 7)
+    # every pair here is at least 2x apart: the swapped one counts among the clear too
+    assert swapped.clear_accuracy == pytest.approx(6 / 7)
+    close = np.array([1.0, 1.2, 4.0, 8.0, 3.0, 1.0])
+    tie_swapped = scores(np.array([2.0, 1.0, 4.0, 8.0, 3.0, 1.0]), close, groups)
+    assert tie_swapped.pairwise_accuracy == pytest.approx(6 / 7)
+    assert tie_swapped.clear_accuracy == 1.0  # 1.0 vs 1.2 is no clear pair
     assert spearman(np.array([1.0, 1.0, 2.0]), np.array([3.0, 3.0, 5.0])) == pytest.approx(1.0)
 
 

@@ -123,6 +123,10 @@ def run_evaluate(args: argparse.Namespace) -> int:
     print("held-out pipelines:\n" + HEADER)
     for m in models:
         print(evaluate(m, held_out).row(m.name))
+    # The models no fit saw can be scored on every pipeline: many more than are held out.
+    print("all pipelines, by the models fitted on none of them:\n" + HEADER)
+    for m in (analytical(), RandomModel(0)):
+        print(evaluate(m, train + held_out).row(m.name))
     curve = learning_curve(train, held_out)
     print("learning curve (held-out scores):\n" + _curve_table(curve))
     if not args.plots:

@@ -206,8 +206,10 @@ def learning_curve(train: Dataset, held_out: Dataset, repeats: int = 3, seed: in
 
 
 def _mean(runs: list[Scores]) -> Scores:
-    return Scores(*(float(np.mean([getattr(r, f) for r in runs])) for f in
-                    ("pairwise_accuracy", "spearman", "median_regret", "geomean_regret")),
-                  runs[0].pipelines, runs[0].pairs)
+    def mean(field: str) -> float:
+        return float(np.mean([getattr(r, field) for r in runs]))
+    return Scores(mean("pairwise_accuracy"), mean("spearman"), mean("median_regret"),
+                  mean("geomean_regret"), runs[0].pipelines, runs[0].pairs,
+                  mean("clear_accuracy"))
 
 
