@@ -19,7 +19,7 @@ from math import ceil, prod
 
 import numpy as np
 
-from halo.autoschedule.algorithm import Algorithm, StageModel, extent, union
+from halo.autoschedule.algorithm import SERIAL_DIVISIONS, Algorithm, StageModel, extent, union
 from halo.autoschedule.loop_nest import FuncNest, decision_of, points, site_box
 from halo.autoschedule.space import INLINE, Decision
 
@@ -33,7 +33,7 @@ MATH_CYCLES = 20
 # Cycles per point of the operations no vector unit does: an integer division by a
 # run-time value, one lane at a time (`x % width` of a wrapping boundary, vectorized 8
 # wide on a Zen 3 core: 7 cycles a point against 1 for the copy it guards).
-SERIAL_CYCLES = {"Div_int_by_value": 7, "Mod_int_by_value": 7}
+SERIAL_CYCLES = dict.fromkeys(SERIAL_DIVISIONS, 7)
 # The cost model's terms, per stage (`cost_terms`).
 TERMS = ("compute", "loads", "gathers", "l1_bytes", "l2_bytes", "l3_bytes", "dram_bytes",
          "store_bytes", "heap_allocations", "stack_allocations", "parallel_launches",
@@ -298,13 +298,13 @@ def _footprints(alg: Algorithm, decisions: dict[str, Decision], s: StageModel,
     the most cache lines they span). An affine tap's region is exact; one through a
     clamp, a mirror or a wrap is its whole range once a tile reaches an edge, though each
     point still reads one element: its lines are at most those `box`'s rows span."""
-    shape = [hi - lo + 1 for v, (lo, hi) in box.items() if v in s.pure] or [1]
-    rows = prod(hi - lo + 1 for lo, hi in box.values()) // shape[-1]
+    row = next((hi - lo + 1 for v, (lo, hi) in reversed(box.items()) if v in s.pure), 1)
+    rows = prod(hi - lo + 1 for lo, hi in box.values()) // row
     out: dict = {}
     for a, region in _reads(alg, decisions, s, box):
         _, old, most = out.get(a.callee, (a, None, 0))
         most += _lines(alg, a, region) if None not in a.affine else \
-            rows * (ceil(shape[-1] * _elem_bytes(alg, a) / LINE) + 1)
+            rows * (ceil(row * _elem_bytes(alg, a) / LINE) + 1)
         out[a.callee] = (a, union(old, region), most)
     return out
 

@@ -107,10 +107,15 @@ def _constant_tile(alg: Algorithm, consumer: FuncNest, p: Placement) -> bool:
     is computed there has constant extents."""
     if p.stage != 0:
         return False
-    bounded = set()
-    for lp in consumer.loops[p.stage][:p.loop + 1]:
-        bounded |= {lp.var, *([lp.fused_with[0]] if lp.fused_with else [])}
+    bounded = {var for var, _ in _tiles(consumer.loops[p.stage][:p.loop + 1])}
     return set(alg.funcs[p.consumer].stages[p.stage].pure) <= bounded
+
+
+def _tiles(loops) -> list[tuple[str, int]]:
+    """(loop variable, values one iteration covers) of each of `loops`, and of the
+    inner loop fused into one."""
+    return [pair for lp in loops
+            for pair in [(lp.var, lp.inside), *([lp.fused_with] if lp.fused_with else [])]]
 
 
 def site_box(alg: Algorithm, func: str, stage: int, nest: FuncNest, loop: int
@@ -119,10 +124,9 @@ def site_box(alg: Algorithm, func: str, stage: int, nest: FuncNest, loop: int
     number `loop` (the first tile)."""
     s = alg.funcs[func].stages[stage]
     box = alg.stage_box(s, nest.region)
-    for lp in nest.loops[stage][:loop + 1]:
-        for var, inside in [(lp.var, lp.inside), *([lp.fused_with] if lp.fused_with else [])]:
-            lo, hi = box[var]
-            box[var] = (lo, min(hi, lo + inside - 1))
+    for var, inside in _tiles(nest.loops[stage][:loop + 1]):
+        lo, hi = box[var]
+        box[var] = (lo, min(hi, lo + inside - 1))
     return box
 
 
@@ -135,8 +139,7 @@ def _demand(alg: Algorithm, decisions: dict[str, Decision], func: str, stage: in
     coordinates are the consumer's expressions."""
     s = alg.funcs[func].stages[stage]
     demand: dict[str, Box] = {}
-    tiled = {v for lp in nest.loops[stage][:loop + 1]
-             for v in (lp.var, *([lp.fused_with[0]] if lp.fused_with else []))}
+    tiled = {var for var, _ in _tiles(nest.loops[stage][:loop + 1])}
     tied: dict[str, set[str]] = {}
     _read(alg, s, site_box(alg, func, stage, nest, loop), demand, tiled, tied)
     names = list(alg.funcs)
@@ -207,4 +210,3 @@ def _slid(dims: tuple[str, ...], nest: FuncNest, loops: list) -> list[int]:
         else:
             out.append(prod(lp.trips for lp in mine))
     return out
-

@@ -176,7 +176,6 @@ def test_random_pipelines_random_states(seed):
     _check_allocations(built.output, state.alg, found)
 
 
-
 def test_a_func_read_through_a_mirror_is_realized_as_bounds_inference_bounds_it():
     """f reads g through a mirror (`x % period`, not affine), g computed per vector of
     f and stored per row. Bounds inference bounds the wrap of a vector that may start
@@ -204,4 +203,3 @@ def test_a_func_read_through_a_mirror_is_realized_as_bounds_inference_bounds_it(
     calls = schedule_calls(alg, decisions, (), found)
     image = np.random.default_rng(2).random((10, 16), dtype=np.float32)
     assert _counts(f, calls, (h, w), (0, 0), {inp: image}) == want
-
