@@ -16,9 +16,10 @@ with its parameters in `Argument` order: a `noalias` pointer per buffer (every b
 argument is distinct memory; the runtime checks it) and a value per scalar (float16 as its
 `i16` bits, see `llvm_types.parameter_type`), plus an internal task function per parallel
 loop. Operators get their semantics from `arithmetic.py` (for scalars and vectors alike),
-vector memory accesses, ramps and broadcasts their LLVM form from `vectors.py`, parallel
-loops their closures and libgomp calls from `parallel.py`; this module owns control flow,
-scopes and memory.
+vector memory accesses, ramps and broadcasts their LLVM form from `vectors.py` (strided
+stores that together fill a span are found by `interleaved_stores.py` and written as one),
+parallel loops their closures and libgomp calls from `parallel.py`; this module owns
+control flow, scopes and memory.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from llvmlite import ir
 
 from halo.backends.arguments import Argument
 from halo.backends.llvm import arithmetic, atomics, parallel, tensor_calls, vectors
+from halo.backends.llvm.interleaved_stores import InterleavedRun, interleaved_runs
 from halo.backends.llvm.llvm_types import (
     INDEX,
     POINTER,
@@ -174,8 +176,11 @@ class _FunctionEmitter:
         method(s)
 
     def _stmt_Block(self, s: n.Block) -> None:
-        for stmt in s.stmts:
-            self._stmt(stmt)
+        for stmt in interleaved_runs(s.stmts):
+            if isinstance(stmt, InterleavedRun):
+                self._interleaved_store(stmt)
+            else:
+                self._stmt(stmt)
 
     def _stmt_ProducerConsumer(self, s: n.ProducerConsumer) -> None:
         """A marker for readers of the IR: the produce part runs, then the consume part."""
@@ -289,15 +294,18 @@ class _FunctionEmitter:
             chunk, [b.add(start, first), count, *values]))
         emitter._finish()
 
-    def _stmt_Store(self, s: n.Store) -> None:
-        buffer = self._buffer(s.name)
+    def _stored_value(self, s: n.Store, buffer: _Binding) -> ir.Value:
         t = s.value.type
         if t.element_of() != buffer.type:
             raise InternalError(f"Store of a value of type {t} into {buffer.type} "
                                 f"buffer {s.name!r}")
         value = self._expr(s.value)
-        if t.is_bool:
-            value = self._builder.zext(value, memory_type(t))
+        return self._builder.zext(value, memory_type(t)) if t.is_bool else value
+
+    def _stmt_Store(self, s: n.Store) -> None:
+        buffer = self._buffer(s.name)
+        t = s.value.type
+        value = self._stored_value(s, buffer)
         if t.lanes == 1:
             self._require_no_predicate(s.predicate, f"store into {s.name!r}")
             self._builder.store(value, self._element_address(buffer, s.index))
@@ -310,6 +318,18 @@ class _FunctionEmitter:
             return
         address = self._element_address(buffer, span.first, inbounds=mask is None)
         vectors.store(self._builder, value, address, mask, buffer.type.bytes, span.reversed)
+
+    def _interleaved_store(self, run: InterleavedRun) -> None:
+        """The stores of `run` as one dense store of their values' lanes interleaved
+        (interleaved_stores.py)."""
+        buffer = self._buffer(run.name)
+        b = self._builder
+        value = vectors.interleave(b, [self._stored_value(s, buffer) for s in run.stores])
+        mask = self._mask(run.predicate, run.stores[0].index.lanes)
+        if mask is not None:
+            mask = vectors.interleave(b, [mask] * run.stride)
+        address = self._element_address(buffer, run.first, inbounds=mask is None)
+        vectors.store(b, value, address, mask, buffer.type.bytes)
 
     def _stmt_Atomic(self, s: n.Atomic) -> None:
         """An indivisible update of one element; atomics.py picks the instruction."""

@@ -104,6 +104,28 @@ def concatenate(b: ir.IRBuilder, parts: Sequence[ir.Value]) -> ir.Value:
     return parts[0]
 
 
+def interleave(b: ir.IRBuilder, parts: Sequence[ir.Value]) -> ir.Value:
+    """One vector of the lanes of `parts` (one type, any number) taken in turn: lane
+    `i * len(parts) + c` is lane i of `parts[c]`."""
+    count, lanes = len(parts), parts[0].type.count
+    total = count * lanes
+    wide = ir.VectorType(parts[0].type.element, total)
+    undefined = ir.Constant(parts[0].type, ir.Undefined)
+    # Widen each part to `total` lanes (the rest undefined), then fill them in: part c
+    # goes to lanes c * lanes ... of the concatenation.
+    widen = ir.Constant(ir.VectorType(_LANE_INDEX, total),
+                        [i if i < lanes else lanes for i in range(total)])
+    joined = b.shuffle_vector(parts[0], undefined, widen)
+    for c, part in enumerate(parts[1:], start=1):
+        order = [total + i - c * lanes if c * lanes <= i < (c + 1) * lanes else i
+                 for i in range(total)]
+        joined = b.shuffle_vector(joined, b.shuffle_vector(part, undefined, widen),
+                                  ir.Constant(ir.VectorType(_LANE_INDEX, total), order))
+    order = [(p % count) * lanes + p // count for p in range(total)]
+    return b.shuffle_vector(joined, ir.Constant(wide, ir.Undefined),
+                            ir.Constant(ir.VectorType(_LANE_INDEX, total), order))
+
+
 def map_lanes(b: ir.IRBuilder, function: Callable[..., ir.Value],
               args: Sequence[ir.Value], result_type: ir.VectorType) -> ir.Value:
     """`function` applied to each lane of `args` in turn, for operations that have no
