@@ -50,32 +50,34 @@ def blocking() -> tuple[int, int, int, int]:
     16."""
     wide = "avx512vnni" in halo.target.host_cpu().features
     rows, columns = (8, 48) if wide else (4, 24)
-    return rows, columns, 64, 4 * rows
+    return rows, columns, 64, 256
 
 
 def schedule(funcs) -> None:
-    """out is cut into tiles of `4 * rows` x `columns`, one per parallel task; acc is
-    computed per tile, its initialization and its reduction both tensorized by the
-    intrinsic's register tile (the reduction by 64 groups of 4 k per call, which keeps
-    the tile in registers across them). The 256 k of a call are the outer loop, so the
-    panel of packed weights they read (48 columns: 12 KB) stays in the L1 cache for
-    every register tile of the task (4-5% faster than each tile running all of k); out
-    requantizes the tile in vectors. The
-    operands are packed and padded once, at root."""
+    """out is cut into tiles of 256 rows x `columns`, one per parallel task, the tiles of
+    a column panel one after another; acc is computed per tile, its initialization and
+    its reduction both tensorized by the intrinsic's register tile (the reduction by 64
+    groups of 4 k per call, which keeps the tile in registers across them). The 256 k of
+    a call are the outer loop of acc's update, and per step the weights they read are
+    packed there (`packed` computed at that loop: 64 x 48 x 4 bytes, 12 KB, contiguous),
+    so every register tile of the task reads them from the L1 cache, one row of 192
+    bytes per group (packed once at root, the weights' rows are a whole matrix row apart,
+    a new page per group: 25-40% slower on an AVX-512 Xeon). out requantizes the tile in
+    vectors; A is padded once, at root."""
     y, x, yo, xo, yi, xi, t, ro, ri = halo.vars("y x yo xo yi xi t ro ri")
     rows, columns, groups, tile_rows = blocking()
     dot = intrinsics.dot_u8i8(rows, columns, groups)
-    out, acc, r = funcs["out"], funcs["acc"], funcs["r"]
+    out, acc, r, packed = funcs["out"], funcs["acc"], funcs["r"], funcs["packed"]
     lanes = 16 if columns % 16 == 0 else 8
     funcs["A_padded"].compute_root().parallel(y).vectorize(funcs["A_padded"].args[1], lanes)
-    funcs["packed"].compute_root().parallel(funcs["packed"].args[0])
-    out.tile(y, x, yo, xo, yi, xi, tile_rows, columns).fuse(yo, xo, t).parallel(t)
-    out.vectorize(xi, lanes)
+    out.tile(y, x, yo, xo, yi, xi, tile_rows, columns).reorder(xo, yo, yi, xi)
+    out.fuse(xo, yo, t).parallel(t).vectorize(xi, lanes)
     acc.compute_at(out, t)
     acc.split(y, yo, yi, rows).split(x, xo, xi, columns).reorder(yo, xo, yi, xi) \
         .tensorize(yi, dot)
-    acc.update(0).split(y, yo, yi, rows).split(x, xo, xi, columns).split(r.x, ro, ri, groups) \
-        .reorder(ro, yo, xo, yi, xi, ri, r.y).tensorize(yi, dot)
+    update = acc.update(0).split(y, yo, yi, rows).split(x, xo, xi, columns) \
+        .split(r.x, ro, ri, groups).reorder(ro, yo, xo, yi, xi, ri, r.y).tensorize(yi, dot)
+    packed.compute_at(update, ro).bound(packed.args[2], 0, 4)
 
 
 def numpy_version(A: np.ndarray, W: np.ndarray, scale: float = 1.0,
