@@ -43,9 +43,10 @@ def _matmul_inputs(shape):
 CASES = {
     "blur": AppCase(blur, _blur_inputs, lambda inp: blur.numpy_blur(inp), lambda s: s,
                     [(1, 1), (7, 13), (37, 263)]),
-    # (rows of A, inner dimension, columns of B)
+    # (rows of A, inner dimension, columns of B); 1031 x 53 is two tiles each way, the
+    # second shifted inwards over the first
     "matmul": AppCase(matmul, _matmul_inputs, lambda A, B: A @ B, lambda s: (s[0], s[2]),
-                      [(1, 1, 1), (7, 5, 13), (31, 17, 11)]),
+                      [(1, 1, 1), (7, 5, 13), (31, 17, 11), (1031, 9, 53)]),
     # (batch, in channels, out channels, height, width)
     "conv_relu": AppCase(conv_relu, lambda s: conv_relu.make_inputs(s, seed=1),
                          conv_relu.numpy_conv_relu, lambda s: (s[0], s[2], s[3], s[4]),
