@@ -427,6 +427,28 @@ def test_comparison_rules() -> None:
     ])
 
 
+def test_vector_comparisons_whose_lanes_all_agree_are_decided() -> None:
+    """A tail mask whose every lane is true (or false) is a constant: ramp < broadcast
+    compares the extreme lanes; lanes that disagree leave the comparison alone."""
+    def ramp(base: E, stride: int, lanes: int) -> E:
+        return E(n.Ramp(base.node, n.const(stride), lanes))
+
+    def broadcast(value: E, lanes: int) -> E:
+        return E(n.Broadcast(value.node, lanes))
+
+    check([
+        (ramp(x, 1, 16) < broadcast(x + 48, 16), "broadcast(True, 16)"),
+        (ramp(x, 1, 16) < broadcast(x + 16, 16), "broadcast(True, 16)"),
+        (ramp(x, 1, 16) < broadcast(x + 15, 16), "ramp(x, 1, 16) < broadcast(x + 15, 16)"),
+        (ramp(x, 1, 8) < broadcast(x, 8), "broadcast(False, 8)"),
+        (ramp(x, 1, 8) < broadcast(x + 3, 8), "ramp(x, 1, 8) < broadcast(x + 3, 8)"),
+        (ramp(x + 8, 1, 8) <= broadcast(x + 7, 8), "broadcast(False, 8)"),
+        (broadcast(x, 8) <= ramp(x, 2, 8), "broadcast(True, 8)"),
+        (ramp(x, -1, 8) < broadcast(x - 7, 8), "broadcast(False, 8)"),
+        (ramp(x, 1, 8) < broadcast(y, 8), "ramp(x, 1, 8) < broadcast(y, 8)"),
+    ])
+
+
 def test_logical_rules() -> None:
     """Not flips integer comparisons; And/Or simplify with constants and merge bounds."""
     check([

@@ -84,6 +84,37 @@ def _order_linear(e: n.Expr, ctx: Analysis) -> n.Expr | None:
     return op(left.to_expr(t), LinearForm(right.terms, k).to_expr(t))
 
 
+def _lane_extremes(e: n.Expr, ctx: Analysis) -> tuple[LinearForm, LinearForm] | None:
+    """Linear forms of the lowest and highest lane of a ramp of constant stride or of a
+    broadcast; None for other vectors."""
+    if isinstance(e, n.Broadcast):
+        value = ctx.linear(e.value)
+        return value, value
+    if isinstance(e, n.Ramp) and isinstance(e.stride, n.Const):
+        base, span = ctx.linear(e.base), e.stride.value * (e.lanes - 1)
+        return (LinearForm(base.terms, base.constant + min(span, 0)),
+                LinearForm(base.terms, base.constant + max(span, 0)))
+    return None
+
+
+def _vector_order(e: n.Expr, ctx: Analysis) -> n.Expr | None:
+    """Decide a < b (or a <= b) of ramps and broadcasts when every lane compares alike:
+    a tail mask ramp(x, 1, 16) < broadcast(x + 48, 16) is all true."""
+    if e.a.type.lanes == 1:
+        return None
+    a, b = _lane_extremes(e.a, ctx), _lane_extremes(e.b, ctx)
+    if a is None or b is None:
+        return None
+    strict = isinstance(e, n.LT)
+    _, highest = ctx.form_bounds(a[1].minus(b[0]))  # the largest a - b of any two lanes
+    lowest, _ = ctx.form_bounds(a[0].minus(b[1]))  # the smallest
+    if (highest < 0) if strict else (highest <= 0):
+        return n.Broadcast(n.const(True, e.type.element_of()), e.type.lanes)
+    if (lowest >= 0) if strict else (lowest > 0):
+        return n.Broadcast(n.const(False, e.type.element_of()), e.type.lanes)
+    return None
+
+
 def _equality_linear(e: n.Expr, ctx: Analysis) -> n.Expr | None:
     """Decide or canonicalize a == b (or a != b) through a - b modulo 2**bits."""
     t = e.a.type
@@ -107,9 +138,11 @@ def _equality_linear(e: n.Expr, ctx: Analysis) -> n.Expr | None:
 RULES = [
     Rule(x < x, FALSE, ANY),                          # x < x -> false
     Rule(x < y, _decide_by_bounds, INT),              # int32(u8) < 256 -> true
+    Rule(x < y, _vector_order, NO_OVERFLOW),          # ramp(x, 1, 4) < broadcast(x + 9) -> true
     Rule(x < y, _order_linear, NO_OVERFLOW),          # x + 1 < x + 3 -> true, x + 3 < 10 -> x < 7
     Rule(x <= x, TRUE, INT),                          # x <= x -> true
     Rule(x <= y, _decide_by_bounds, INT),             # int32(u8) <= 255 -> true
+    Rule(x <= y, _vector_order, NO_OVERFLOW),         # broadcast(x) <= ramp(x, 2, 8) -> true
     Rule(x <= y, _order_linear, NO_OVERFLOW),         # x*2 <= y*2 + 3 -> x <= y + 1
     Rule(eq(x, x), TRUE, INT),                        # x == x -> true
     Rule(eq(x, y), _decide_by_bounds, INT),           # int32(u8) == -1 -> false
