@@ -25,41 +25,43 @@ def algorithm():
 
 
 def blocking() -> tuple[int, int, int]:
-    """(rows of a tile, rows of a block, columns of both) for this CPU: a block is rows x
-    3 vectors of accumulators, 24 of AVX-512's 32 registers (8 x 48 floats) or 12 of
-    AVX2's 16 (4 x 24); a parallel task takes a tile of up to 1024 rows."""
+    """(rows, columns) of a block for this CPU and the blocks of a parallel task: a block
+    is rows x 3 vectors of accumulators, 24 of AVX-512's 32 registers (8 x 48 floats) or
+    12 of AVX2's 16 (4 x 24); a task takes up to 128 blocks of rows (1024 rows with
+    AVX-512)."""
     lanes = halo.Target("host").natural_vector_size(halo.float32)
     rows = 8 if lanes >= 16 else 4
-    return 1024, rows, 3 * lanes
+    return rows, 3 * lanes, 128
 
 
 def schedule(funcs) -> None:
     """A register-blocked schedule over packed panels of B, as a BLAS kernel is: C is cut
-    into tiles of up to 1024 rows x `columns`, one per parallel task, the tiles of a
-    column panel one after another. Each task first copies the panel of B it reads (all
-    of k x `columns`: 192 KB at 1024 with AVX-512) into a contiguous buffer, B_panel
-    (`cache_read`), so that the blocks read it row after row from the L2 cache rather
-    than a whole matrix row (a page, at 1024) apart: on an AVX-512 Xeon, 4-8x faster
-    than reading B in place. Each block of a tile (8 x 48 with AVX-512) accumulates in a
-    `cache_write("local")` stage, C_local, whose update runs k outermost over the block:
-    per k, 8 values of A (broadcast) times 3 vectors of a row of the panel, added into 24
-    vector accumulators that LLVM keeps in registers (the block is a constant size on
-    the stack, every access at a constant offset once i and j are unrolled). C then
-    copies the block out.
+    into column panels `columns` wide and blocks of `rows` rows; a parallel task takes up
+    to 128 blocks of one panel (the last task of a panel fewer: a guarded tail, so any
+    C of at least a block is whole blocks), the tasks of a panel one after another. Each
+    task first copies the panel of B it reads (all of k x `columns`: 192 KB at 1024 with
+    AVX-512) into a contiguous buffer, B_panel (`cache_read`), so that its blocks read it
+    row after row from the L2 cache rather than a whole matrix row (a page, at 1024)
+    apart: on an AVX-512 Xeon, 4-8x faster than reading B in place. Each block (8 x 48
+    with AVX-512) accumulates in a `cache_write("local")` stage, C_local, whose update runs
+    k outermost over the block: per k, 8 values of A (broadcast) times 3 vectors of a row
+    of the panel, added into 24 vector accumulators that LLVM keeps in registers (the
+    block is a constant size on the stack, every access at a constant offset once i and j
+    are unrolled). C then copies the block out.
 
-    Tiles are whole whenever C is at least a tile (shift_inwards tails), and halo then
-    gives the block its constant size; smaller outputs run a clamped version.
+    Blocks and panels shift inwards, so any C of at least a block is whole blocks, and
+    halo then gives the block its constant size; smaller outputs run a clamped version.
     """
     i, j = halo.vars("i j")
-    io, jo, ii, ji, iii, t = halo.vars("io jo ii ji iii t")
+    io, jo, ib, ii, ji, iii, t = halo.vars("io jo ib ii ji iii t")
     C, k, B = funcs["C"], funcs["k"], funcs["B"]
-    tile_rows, rows, columns = blocking()
+    rows, columns, blocks = blocking()
     lanes = columns // 3
     C_local = C.cache_write("local")
     B_panel = B.cache_read("global", [C_local])
-    C.tile(i, j, io, jo, ii, ji, tile_rows, columns).reorder(jo, io, ii, ji)
-    C.fuse(jo, io, t).parallel(t)
-    C.split(ii, ii, iii, rows).vectorize(ji, lanes).unroll(ji).unroll(iii)
+    C.split(j, jo, ji, columns).split(i, ib, iii, rows).split(ib, io, ii, blocks, tail="guard")
+    C.reorder(jo, io, ii, iii, ji).fuse(jo, io, t).parallel(t)
+    C.vectorize(ji, lanes).unroll(ji).unroll(iii)
     C_local.compute_at(C, ii).vectorize(j, lanes).unroll(i)
     C_local.update(0).reorder(k.x, i, j).vectorize(j, lanes).unroll(j).unroll(i)
     B_panel.compute_at(C, t).vectorize(B_panel.args[1], lanes)

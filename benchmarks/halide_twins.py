@@ -98,23 +98,25 @@ def matmul_algorithm() -> HalideApp:
 
 
 def matmul_schedule(app: HalideApp) -> None:
-    # halo (tile_rows, rows, columns = matmul.blocking(); lanes = columns // 3):
+    # halo (rows, columns, blocks = matmul.blocking(); lanes = columns // 3):
     #       C_local = C.cache_write("local")
     #       B_panel = B.cache_read("global", [C_local])
-    #       C.tile(i, j, io, jo, ii, ji, tile_rows, columns).reorder(jo, io, ii, ji)
-    #       C.fuse(jo, io, t).parallel(t)
-    #       C.split(ii, ii, iii, rows).vectorize(ji, lanes).unroll(ji).unroll(iii)
+    #       C.split(j, jo, ji, columns).split(i, ib, iii, rows)
+    #       C.split(ib, io, ii, blocks, tail="guard")
+    #       C.reorder(jo, io, ii, iii, ji).fuse(jo, io, t).parallel(t)
+    #       C.vectorize(ji, lanes).unroll(ji).unroll(iii)
     #       C_local.compute_at(C, ii).vectorize(j, lanes).unroll(i)
     #       C_local.update(0).reorder(k.x, i, j).vectorize(j, lanes).unroll(j).unroll(i)
     #       B_panel.compute_at(C, t).vectorize(B_panel.args[1], lanes)
-    i, j, io, jo, ii, ji, iii, t = named_vars("i j io jo ii ji iii t")
+    i, j, io, jo, ib, ii, ji, iii, t = named_vars("i j io jo ib ii ji iii t")
     c, local, k = app.funcs["C"], app.funcs["C_local"], app.funcs["k"]
-    tile_rows, rows, columns = matmul.blocking()
+    rows, columns, blocks = matmul.blocking()
     lanes = columns // 3
     panel = app.params[1].in_(local)
-    c.tile(j, i, jo, io, ji, ii, columns, tile_rows, SHIFT).reorder(ji, ii, io, jo)
-    c.fuse(io, jo, t).parallel(t)
-    c.split(ii, ii, iii, rows, SHIFT).vectorize(ji, lanes, SHIFT).unroll(ji).unroll(iii)
+    c.split(j, jo, ji, columns, SHIFT).split(i, ib, iii, rows, SHIFT)
+    c.split(ib, io, ii, blocks, GUARD)
+    c.reorder(ji, iii, ii, io, jo).fuse(io, jo, t).parallel(t)
+    c.vectorize(ji, lanes).unroll(ji).unroll(iii)
     local.compute_at(c, ii).vectorize(j, lanes, SHIFT).unroll(i)
     local.update().reorder(j, i, k.x).vectorize(j, lanes, GUARD).unroll(j).unroll(i)
     panel.compute_at(c, t).vectorize(panel.args()[0], lanes, GUARD)

@@ -9,13 +9,15 @@ int8 kernel also requantizes to uint8 (one multiply-round-clamp per output, n**2
 
     python -m benchmarks.quantized_matmul --sizes 512,1024 --threads 1
 
-Times are medians of `--repeats` runs after a warm-up (halo.timing); on a machine shared
-with other work they are rough.
+The variants take turns, `--rounds` times (each turn a median of `--repeats` runs after a
+warm-up, halo.timing), and each reports the median of its turns: a machine shared with
+other work slows every variant's turns alike, so the ratios stay honest.
 """
 from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 
 import numpy as np
 
@@ -24,7 +26,7 @@ from halo.target import host_cpu
 from halo.timing import median_time
 
 
-def _halo_int8(n: int, repeats: int) -> float:
+def _halo_int8(n: int) -> Callable[[], object]:
     inputs = quantized_matmul.make_inputs(n, n, n)
     scale, zero_point = 1.0 / (64 * n), 128
     *_, out, funcs = quantized_matmul.algorithm()
@@ -33,11 +35,10 @@ def _halo_int8(n: int, repeats: int) -> float:
     result = kernel((n, n), **inputs, scale=scale, zero_point=zero_point)
     np.testing.assert_array_equal(result, quantized_matmul.numpy_version(
         inputs["A"], inputs["W"], scale, zero_point))
-    return median_time(lambda: kernel(out=result, **inputs, scale=scale,
-                                      zero_point=zero_point), repeats)
+    return lambda: kernel(out=result, **inputs, scale=scale, zero_point=zero_point)
 
 
-def _halo_float32(n: int, repeats: int) -> float:
+def _halo_float32(n: int) -> Callable[[], object]:
     rng = np.random.default_rng(0)
     a, b = rng.random((n, n), dtype=np.float32), rng.random((n, n), dtype=np.float32)
     *_, C, funcs = matmul.algorithm()
@@ -45,10 +46,10 @@ def _halo_float32(n: int, repeats: int) -> float:
     kernel = C.compile()
     result = kernel((n, n), A=a, B=b)
     np.testing.assert_allclose(result, a @ b, rtol=1e-4, atol=1e-3)
-    return median_time(lambda: kernel(out=result, A=a, B=b), repeats)
+    return lambda: kernel(out=result, A=a, B=b)
 
 
-def _onnxruntime_int8(n: int, repeats: int, threads: int) -> float | None:
+def _onnxruntime_int8(n: int, threads: int) -> Callable[[], object] | None:
     """onnxruntime's MatMulInteger on the same uint8 x int8 operands, or None where the
     packages are not installed."""
     try:
@@ -73,7 +74,7 @@ def _onnxruntime_int8(n: int, repeats: int, threads: int) -> float | None:
     (result,) = session.run(None, inputs)
     np.testing.assert_array_equal(result, inputs["A"].astype(np.int32) @
                                   inputs["W"].astype(np.int32))
-    return median_time(lambda: session.run(None, inputs), repeats)
+    return lambda: session.run(None, inputs)
 
 
 def main() -> None:
@@ -83,20 +84,26 @@ def main() -> None:
                         help="threads for every variant (HALO_NUM_THREADS, onnxruntime's "
                              "intra-op threads)")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     os.environ["HALO_NUM_THREADS"] = str(args.threads)
-    print(f"host {host_cpu().name}, {args.threads} thread(s); GOP/s = 2 n^3 / median time")
+    print(f"host {host_cpu().name}, {args.threads} thread(s); GOP/s = 2 n^3 / time, the "
+          f"median of {args.rounds} turns")
     for n in (int(s) for s in args.sizes.split(",")):
-        ops = 2.0 * n**3
-        int8 = ops / _halo_int8(n, args.repeats) / 1e9
-        fp32 = ops / _halo_float32(n, args.repeats) / 1e9
-        ort_s = _onnxruntime_int8(n, args.repeats, args.threads)
-        ort = "not installed" if ort_s is None else f"{ops / ort_s / 1e9:.1f}"
-        ratio = "" if ort_s is None else \
-            f", halo int8 / onnxruntime {int8 / (ops / ort_s / 1e9):.2f}x"
-        print(f"{n}^3: halo int8 VNNI {int8:.1f} GOP/s, halo float32 {fp32:.1f} GFLOP/s, "
-              f"onnxruntime MatMulInteger {ort} GOP/s; int8 / float32 {int8 / fp32:.2f}x"
-              f"{ratio}")
+        variants = {"int8": _halo_int8(n), "float32": _halo_float32(n),
+                    "onnxruntime": _onnxruntime_int8(n, args.threads)}
+        variants = {name: run for name, run in variants.items() if run is not None}
+        turns: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(args.rounds):
+            for name, run in variants.items():
+                turns[name].append(median_time(run, args.repeats))
+        rate = {name: 2.0 * n**3 / float(np.median(t)) / 1e9 for name, t in turns.items()}
+        ort = rate.get("onnxruntime")
+        print(f"{n}^3: halo int8 VNNI {rate['int8']:.1f} GOP/s, halo float32 "
+              f"{rate['float32']:.1f} GFLOP/s, onnxruntime MatMulInteger "
+              f"{'not installed' if ort is None else f'{ort:.1f} GOP/s'}; int8 / float32 "
+              f"{rate['int8'] / rate['float32']:.2f}x"
+              + ("" if ort is None else f", halo int8 / onnxruntime {rate['int8'] / ort:.2f}x"))
 
 
 if __name__ == "__main__":

@@ -43,8 +43,8 @@ def _matmul_inputs(shape):
 CASES = {
     "blur": AppCase(blur, _blur_inputs, lambda inp: blur.numpy_blur(inp), lambda s: s,
                     [(1, 1), (7, 13), (37, 263)]),
-    # (rows of A, inner dimension, columns of B); 1031 x 53 is two tiles each way, the
-    # second shifted inwards over the first
+    # (rows of A, inner dimension, columns of B); 1031 x 53 is two tasks of rows, the
+    # second guarded, and two column panels, the second shifted inwards
     "matmul": AppCase(matmul, _matmul_inputs, lambda A, B: A @ B, lambda s: (s[0], s[2]),
                       [(1, 1, 1), (7, 5, 13), (31, 17, 11), (1031, 9, 53)]),
     # (batch, in channels, out channels, height, width)
