@@ -95,10 +95,25 @@ class Expr:
     def __xor__(self, o: object) -> Expr: return _logical(n.Xor, self, o)
     def __rxor__(self, o: object) -> Expr: return _logical(n.Xor, o, self)
 
+    # No shift operators: say what to write instead (Python would raise a bare TypeError).
+    def __lshift__(self, o: object) -> Expr: _no_shift(self, "<<", o)
+    def __rlshift__(self, o: object) -> Expr: _no_shift(o, "<<", self)
+    def __rshift__(self, o: object) -> Expr: _no_shift(self, ">>", o)
+    def __rrshift__(self, o: object) -> Expr: _no_shift(o, ">>", self)
+
     def __invert__(self) -> Expr:
         if self.type.is_float:
             raise DefinitionError(f"`~` needs a bool or integer operand, not {self.type}")
         return Expr(n.Not(self.node), self.deps)
+
+
+def _no_shift(a: object, op: str, b: object) -> None:
+    def text(v: object) -> str:
+        return expr_to_str(v.node) if isinstance(v, Expr) else repr(v)
+
+    instead = "x * 2**k" if op == "<<" else "x // 2**k (floor division, as >> rounds)"
+    raise DefinitionError(f"{text(a)} {op} {text(b)}: halo has no shift operators; for x "
+                          f"{op} k write {instead}, which compiles to a shift")
 
 
 def as_expr(value: object) -> Expr:

@@ -192,6 +192,18 @@ def test_wrong_number_of_indices():
         inp[x, y, z]
 
 
+def test_shift_operators_say_what_to_write_instead():
+    """halo has no << or >>; the error names the expression and the arithmetic that
+    compiles to the shift, rather than Python's bare TypeError."""
+    inp, g, f = two_stage()
+    with raises(halo.DefinitionError, "g[x, y] >> 4: halo has no shift operators; for x >> k "
+                "write x // 2**k"):
+        g[x, y] >> 4
+    with raises(halo.DefinitionError, "1 << x: halo has no shift operators; for x << k "
+                "write x * 2**k"):
+        1 << x
+
+
 def test_update_type_mismatch():
     """An update of another type than the pure definition is refused."""
     f = halo.Func("f")
