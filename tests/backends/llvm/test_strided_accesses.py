@@ -1,7 +1,9 @@
-"""Strided vector stores that fill a dense span together are written as one interleaved
-store (halo/backends/llvm/interleaved_stores.py): the answers match the reference at
-awkward sizes, the optimized IR holds the wide store instead of lane-by-lane ones, and
-runs that don't qualify are left alone."""
+"""Strided vector accesses in the LLVM backend. Loads of a small constant stride read
+the span between their first and last lane at once and keep every stride-th element
+(vectors.strided_load); strided stores that fill a dense span together are written as
+one interleaved store (interleaved_stores.py). The answers match the reference at
+awkward sizes, the optimized IR holds the wide access instead of lane-by-lane ones, and
+what doesn't qualify is left alone."""
 from __future__ import annotations
 
 import re
@@ -67,6 +69,37 @@ def test_a_run_that_reads_what_it_writes_stays_store_by_store():
     got = assert_matches_reference(out, (3, 21, 3), inputs={planes: data})
     assert got[..., 2].tolist() == (data[2] + 2).tolist()  # r = 0 made c = 0 data[2] + 1
     assert _wide_stores(out, 48) == 0
+
+
+@pytest.mark.parametrize("stride", [2, 3, 4, -2, 5])
+@pytest.mark.parametrize("columns", [1, 7, 16, 37])
+def test_strided_loads_match_the_reference(stride, columns):
+    """Every stride-th element of a row, forwards or backwards (5: past the dense limit,
+    a lane-by-lane gather), with guarded tails (masked: lane by lane too)."""
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    out = halo.Func("out")
+    width = abs(stride) * columns
+    start = 0 if stride > 0 else width - 1
+    out[y, x] = inp[y, start + stride * x] * 2.0 + inp[y, start + stride * x] * x
+    xo, xi = halo.vars("xo xi")
+    out.split(x, xo, xi, 8, tail="guard").vectorize(xi)
+    data = np.random.default_rng(columns).random((3, width), dtype=np.float32)
+    picked = data[:, start::stride][:, :columns]
+    assert_matches_reference(out, (3, columns), inputs={inp: data},
+                             expected=picked * 2 + picked * np.arange(columns, dtype=np.float32))
+
+
+@pytest.mark.parametrize("stride", [2, 4, -3])
+def test_a_strided_load_reads_its_span_once(stride):
+    """The whole vectors load their span's elements at once and shuffle them (an output
+    narrower than a vector, whose lanes are masked, still reads lane by lane)."""
+    inp = halo.ImageParam(halo.float32, 1, "inp")
+    out = halo.Func("out")
+    out[x] = inp[stride * x + 100]
+    out.vectorize(x, 8)
+    source = out.compile().source()
+    span = abs(stride) * 7 + 1
+    assert re.search(rf"load <{span} x float>", source)
 
 
 def _store(offset: int, stride: int = 3, lanes: int = 8, name: str = "b",
