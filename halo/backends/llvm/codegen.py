@@ -515,11 +515,11 @@ class _FunctionEmitter:
     def _vector_load(self, buffer: _Binding, e: n.Load) -> ir.Value:
         mask = self._mask(e.predicate, e.type.lanes)
         span = self._vector_index(e.index, e.type.lanes)
-        strided = vectors.strided_span(e.index) if span is None and mask is None else None
+        strided = vectors.strided_span(e.index) if span is None else None
         if strided is not None:
-            return vectors.strided_load(self._builder, memory_type(e.type),
-                                        self._element_address(buffer, strided.first),
-                                        strided, buffer.type.bytes)
+            address = self._element_address(buffer, strided.first, inbounds=mask is None)
+            return vectors.strided_load(self._builder, memory_type(e.type), address, strided,
+                                        mask, buffer.type.bytes)
         if span is None:
             return vectors.gather(self._builder, memory_type(e.type),
                                   self._element_addresses(buffer, e.index), mask,
