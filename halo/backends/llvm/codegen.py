@@ -101,7 +101,10 @@ def _loop_type(loop: n.For) -> Type:
 # A stack buffer of a size known only at run time goes on the stack up to this many bytes
 # (halo's and Halide's limit for small buffers), on the heap past it.
 DYNAMIC_STACK_BYTES = 16 * 1024
-_STACK_ALIGNMENT = 64  # a dynamic alloca's: a cache line, at least any vector's width
+# Every buffer halo allocates starts on a cache line, which is at least any vector's
+# width: a vector access at a multiple of its width from the start then never spans two
+# lines (malloc's 16-byte alignment split every 64-byte access of a large buffer in two).
+_ALIGNMENT = 64
 
 _CONTRACTIBLE = (n.Add, n.Sub, n.Mul)
 # Operators an int32 index is computed through in 64 bits (_wide_index).
@@ -376,11 +379,11 @@ class _FunctionEmitter:
                                 "backend knows 'heap' and 'stack'")
 
     def _heap_allocation(self, s: n.Allocate) -> None:
-        """malloc(size * element bytes) before the body, free after it."""
+        """A cache-line aligned allocation of size * element bytes before the body, freed
+        after it."""
         b = self._builder
-        elements = self._index(s.size)
-        size = b.mul(elements, ir.Constant(INDEX, s.type.bytes))
-        pointer = b.call(self._c_function("malloc", POINTER, [INDEX]), [size], name=s.name)
+        size = b.mul(self._index(s.size), ir.Constant(INDEX, s.type.bytes))
+        pointer = self._aligned_malloc(size, s.name)
         with _bound(self._buffers, s.name, _Binding(s.type, pointer)):
             self._stmt(s.body)
         b.call(self._c_function("free", ir.VoidType(), [POINTER]), [pointer])
@@ -397,6 +400,7 @@ class _FunctionEmitter:
                                 "it must be a non-negative integer")
         pointer = self._entry.alloca(memory_type(s.type), size=ir.Constant(INDEX, size.value),
                                      name=s.name)
+        pointer.align = _ALIGNMENT
         with _bound(self._buffers, s.name, _Binding(s.type, pointer)):
             self._stmt(s.body)
 
@@ -413,11 +417,10 @@ class _FunctionEmitter:
         with b.if_else(small) as (then, otherwise):
             with then:
                 on_stack = b.alloca(ir.IntType(8), size=size, name=f"{s.name}.stack")
-                on_stack.align = _STACK_ALIGNMENT
+                on_stack.align = _ALIGNMENT
                 from_stack = b.block
             with otherwise:
-                on_heap = b.call(self._c_function("malloc", POINTER, [INDEX]), [size],
-                                 name=f"{s.name}.heap")
+                on_heap = self._aligned_malloc(size, f"{s.name}.heap")
                 from_heap = b.block
         pointer = b.phi(POINTER, name=s.name)
         pointer.add_incoming(on_stack, from_stack)
@@ -427,6 +430,14 @@ class _FunctionEmitter:
         with b.if_then(b.not_(small)):
             b.call(self._c_function("free", ir.VoidType(), [POINTER]), [pointer])
         b.call(self._c_function("llvm.stackrestore.p0", ir.VoidType(), [POINTER]), [saved])
+
+    def _aligned_malloc(self, size: ir.Value, name: str) -> ir.Value:
+        """aligned_alloc(_ALIGNMENT, size rounded up to a multiple of it), freed by free."""
+        b = self._builder
+        rounded = b.and_(b.add(size, ir.Constant(INDEX, _ALIGNMENT - 1)),
+                         ir.Constant(INDEX, -_ALIGNMENT))
+        allocate = self._c_function("aligned_alloc", POINTER, [INDEX, INDEX])
+        return b.call(allocate, [ir.Constant(INDEX, _ALIGNMENT), rounded], name=name)
 
     def _c_function(self, name: str, result: ir.Type, params: list[ir.Type]) -> ir.Function:
         module = self._function.module

@@ -2,6 +2,8 @@
 float16 memory, scalar parameters, and the InternalErrors that catch unlowered input."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -148,6 +150,8 @@ def test_nested_loops_with_heap_and_stack_allocations():
     f(inp, out, 5)
     row_values = inp * np.float32(3) + np.float32(1)
     np.testing.assert_array_equal(out, row_values + row_values[:, ::-1])
+    # The heap buffer starts on a cache line, so no vector access of it spans two.
+    assert re.search(r"@aligned_alloc\(i64 (noundef )?64, ", f.source())
 
 
 def test_if_then_else():

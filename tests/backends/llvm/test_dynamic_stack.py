@@ -1,5 +1,5 @@
 """Stack buffers whose size is known only at run time (`Allocate` in "stack" of a
-non-constant size): an `alloca` up to `DYNAMIC_STACK_BYTES`, malloc past it, and the
+non-constant size): an `alloca` up to `DYNAMIC_STACK_BYTES`, the heap past it, and the
 stack pointer restored after each, so a loop around one doesn't grow the stack.
 
 The sizes that would overflow the stack run in a child process (an overflow kills the
@@ -40,13 +40,15 @@ def _row_reversal():
     return compile_function("row_reversal", body, args)
 
 
-def test_the_buffer_is_an_alloca_below_the_limit_and_malloc_above_it():
-    """The code saves the stack pointer, chooses alloca or malloc by the size in bytes,
-    frees a heap buffer and restores the stack pointer after the body."""
+def test_the_buffer_is_an_alloca_below_the_limit_and_on_the_heap_above_it():
+    """The code saves the stack pointer, chooses alloca or the heap by the size in bytes
+    (either aligned to a cache line), frees a heap buffer and restores the stack pointer
+    after the body."""
     source = _row_reversal().source()
-    for needed in ("@llvm.stacksave", "alloca i8, i64", "@malloc", "@free",
-                   "@llvm.stackrestore"):
+    for needed in ("@llvm.stacksave", "@free", "@llvm.stackrestore"):
         assert needed in source, needed
+    assert re.search(r"alloca i8, i64 %[\w.]+, align 64", source)
+    assert re.search(r"@aligned_alloc\(i64 (noundef )?64, ", source)
     assert re.search(rf"icmp u[lg][te] i64 %[\w.]+, {DYNAMIC_STACK_BYTES}\b", source)
 
 
