@@ -86,8 +86,8 @@ def _run_at(stmts: Sequence[n.Stmt], start: int) -> InterleavedRun | None:
         return None
     stores = stmts[start:start + stride]
     first = stores[0]
-    if any(not isinstance(s, n.Store) or s.name != first.name or _strided(s) != shape or
-           s.predicate != first.predicate for s in stores):
+    if any(_strided(s) != shape or s.name != first.name or s.predicate != first.predicate
+           for s in stores):
         return None
     offsets = [simplify(n.Sub(s.index.base, first.index.base)) for s in stores]
     if any(not isinstance(o, n.Const) for o in offsets):

@@ -99,37 +99,29 @@ def lanes_of(b: ir.IRBuilder, vector: ir.Value, first: int, count: int) -> ir.Va
 
 
 def concatenate(b: ir.IRBuilder, parts: Sequence[ir.Value]) -> ir.Value:
-    """One vector of the lanes of `parts` in order; they have one type, and their number
-    is a power of two."""
+    """One vector of the lanes of `parts` in order; they have one type. An odd part out
+    of a pairing is paired with an undefined part, whose lanes are dropped at the end."""
+    total = sum(p.type.count for p in parts)
     parts = list(parts)
     while len(parts) > 1:
+        if len(parts) % 2:
+            parts.append(ir.Constant(parts[0].type, ir.Undefined))
         lanes = parts[0].type.count
         order = ir.Constant(ir.VectorType(_LANE_INDEX, 2 * lanes), list(range(2 * lanes)))
         pairs = zip(parts[::2], parts[1::2], strict=True)
         parts = [b.shuffle_vector(low, high, order) for low, high in pairs]
-    return parts[0]
+    joined = parts[0]
+    return joined if joined.type.count == total else lanes_of(b, joined, 0, total)
 
 
 def interleave(b: ir.IRBuilder, parts: Sequence[ir.Value]) -> ir.Value:
     """One vector of the lanes of `parts` (one type, any number) taken in turn: lane
     `i * len(parts) + c` is lane i of `parts[c]`."""
     count, lanes = len(parts), parts[0].type.count
-    total = count * lanes
-    wide = ir.VectorType(parts[0].type.element, total)
-    undefined = ir.Constant(parts[0].type, ir.Undefined)
-    # Widen each part to `total` lanes (the rest undefined), then fill them in: part c
-    # goes to lanes c * lanes ... of the concatenation.
-    widen = ir.Constant(ir.VectorType(_LANE_INDEX, total),
-                        [i if i < lanes else lanes for i in range(total)])
-    joined = b.shuffle_vector(parts[0], undefined, widen)
-    for c, part in enumerate(parts[1:], start=1):
-        order = [total + i - c * lanes if c * lanes <= i < (c + 1) * lanes else i
-                 for i in range(total)]
-        joined = b.shuffle_vector(joined, b.shuffle_vector(part, undefined, widen),
-                                  ir.Constant(ir.VectorType(_LANE_INDEX, total), order))
-    order = [(p % count) * lanes + p // count for p in range(total)]
-    return b.shuffle_vector(joined, ir.Constant(wide, ir.Undefined),
-                            ir.Constant(ir.VectorType(_LANE_INDEX, total), order))
+    joined = concatenate(b, parts)
+    order = [(p % count) * lanes + p // count for p in range(count * lanes)]
+    return b.shuffle_vector(joined, ir.Constant(joined.type, ir.Undefined),
+                            ir.Constant(ir.VectorType(_LANE_INDEX, count * lanes), order))
 
 
 def map_lanes(b: ir.IRBuilder, function: Callable[..., ir.Value],
