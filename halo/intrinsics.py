@@ -285,12 +285,9 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
         g, t = _lane_parts(ctx)
         tests = [_ldmatrix_tests(op) for op in (a_op, b_op)]
 
-        def steps(matrix_loads: bool) -> None:
-            step = ctx.fresh("k")
-            ctx.line("    #pragma unroll")
-            ctx.line(f"    for (int {step} = 0; {step} < {depth}; {step} += 16) {{")
-            left, right = ctx.fresh("a"), ctx.fresh("b")
-            ctx.line(f"        unsigned {left}[{tiles[0]}][4], {right}[{tiles[1]}][2];")
+        def fragments(matrix_loads: bool, left: str, right: str, step: str) -> None:
+            """Loads the fragments of A and B of the k step of 16 at `step` into the
+            registers `left` (A's m-tiles) and `right` (B's n-tiles)."""
             for r in range(tiles[0]):
                 if matrix_loads:  # lane l: row l % 16, columns 8 * (l / 16) on
                     ctx.line(_ldmatrix([f"{left}[{r}][{q}]" for q in range(4)], ctx.address(
@@ -310,9 +307,23 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
                     for q in range(2):
                         ctx.line(f"        {right}[{c}][{q}] = " + _pair(ctx, b_op, (
                             f"{step} + {8 * q} + 2 * {t}", f"{8 * c} + {g}"), (1, 0)) + ";")
+
+        def steps(matrix_loads: bool) -> None:
+            """The k steps of 16, unrolled, their fragments double-buffered: a step's
+            fragments are loaded before the step before it multiplies, so the loads'
+            latency overlaps tensor-core work."""
+            step, left, right = ctx.fresh("k"), ctx.fresh("a"), ctx.fresh("b")
+            ctx.line(f"    unsigned {left}[2][{tiles[0]}][4], {right}[2][{tiles[1]}][2];")
+            fragments(matrix_loads, f"{left}[0]", f"{right}[0]", "0")
+            ctx.line("    #pragma unroll")
+            ctx.line(f"    for (int {step} = 0; {step} < {depth}; {step} += 16) {{")
+            now, ahead = f"(({step} >> 4) & 1)", f"((({step} >> 4) + 1) & 1)"
+            ctx.line(f"      if ({step} + 16 < {depth}) {{")
+            fragments(matrix_loads, f"{left}[{ahead}]", f"{right}[{ahead}]", f"{step} + 16")
+            ctx.line("      }")
             for r in range(tiles[0]):
                 for c in range(tiles[1]):
-                    ctx.line(_mma(acc.tile(r, c), f"{left}[{r}]", f"{right}[{c}]"))
+                    ctx.line(_mma(acc.tile(r, c), f"{left}[{now}][{r}]", f"{right}[{now}][{c}]"))
             ctx.line("    }")
 
         if None in tests or not any(tests):  # known while lowering: one way only
