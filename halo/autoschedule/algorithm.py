@@ -72,6 +72,7 @@ class FuncModel:
     is_output: bool
     consumers: list[tuple[str, int]] = field(default_factory=list)  # (func, stage)
     lane_dim: int | None = None  # a dimension rfactor made to vectorize, if any
+    copy_of: str | None = None  # the input a packed panel copies (`with_panels`)
 
     @property
     def has_updates(self) -> bool:
@@ -134,7 +135,44 @@ class Algorithm:
                 funcs[name] = FuncModel(name, f.dims, f.bytes, [copy], f.is_output)
             else:
                 funcs[g.name] = FuncModel(g.name, g.dims, g.bytes, g.stages, g.is_output,
-                                          lane_dim=g.lane_dim)
+                                          lane_dim=g.lane_dim, copy_of=g.copy_of)
+        return Algorithm(funcs, self.inputs, self.outputs, self.scalars)
+
+    def with_panels(self, reader: str) -> Algorithm:
+        """This algorithm with a copy of each input that `reader`'s updates read a strip
+        of rows from as their reduction runs (`B[k, j]` in a matmul: k moves the row),
+        made by `B.cache_read("global", [reader])` and named as halo names it
+        (`B_global`, dimensions `B_global_d0`, ...). Inlined, a copy is no copy; computed
+        at a tile loop of the reader's consumer, it is a packed panel: the strip of the
+        tile, contiguous, read from the cache it fits in (`apps/matmul.py`)."""
+        f = self.funcs[reader]
+        panels: dict[str, str] = {}
+        for s in f.stages[1:]:
+            rvars = range(len(s.pure), len(s.loop_vars))
+            for a in s.accesses:
+                if a.is_input and a.affine and None not in a.affine and \
+                        any(coeffs[r] for coeffs, _ in a.affine[:-1] for r in rvars):
+                    panels.setdefault(a.callee, f"{a.callee}_global")
+        if not panels:
+            return self
+        funcs: dict[str, FuncModel] = {}
+        for g in self.funcs.values():
+            stages = g.stages
+            if g.name == reader:
+                for source, name in panels.items():
+                    box, size = self.inputs[source]
+                    dims = tuple(f"{name}_d{k}" for k in range(len(box)))
+                    identity = tuple((tuple(int(i == j) for j in range(len(dims))), 0)
+                                     for i in range(len(dims)))
+                    copy = StageModel(name, 0, dims, (), (Access(source, True, tuple(
+                        n.Var(d) for d in dims), identity, identity),), Counter(), ())
+                    funcs[name] = FuncModel(name, dims, size, [copy], False, copy_of=source)
+                stages = [StageModel(s.func, s.index, s.pure, s.rvars, tuple(
+                    Access(panels[a.callee], False, a.args, a.affine, a.pattern)
+                    if a.is_input and a.callee in panels else a for a in s.accesses),
+                    s.ops, s.lhs, s.predicated) for s in g.stages]
+            funcs[g.name] = FuncModel(g.name, g.dims, g.bytes, stages, g.is_output,
+                                      lane_dim=g.lane_dim, copy_of=g.copy_of)
         return Algorithm(funcs, self.inputs, self.outputs, self.scalars)
 
     def reads(self, func: str, name: str) -> bool:

@@ -2,9 +2,10 @@
 the user's Funcs, and, once applied, what `halo.schedule_source` prints.
 
 Per Func, consumers first: `cache_write("local")` where the state keeps an output's
-reduction in registers, then each stage's splits, vectorize, reorder, fuse, unroll and
-parallel, then its placement (inline is halo's default for a pure Func and needs no
-call). The loop names are those `space.stage_loops` gives the search.
+reduction in registers, `cache_read("global")` where it packs an input into panels,
+then each stage's splits, vectorize, reorder, fuse, unroll and parallel, then its
+placement (inline is halo's default for a pure Func and needs no call). The loop names
+are those `space.stage_loops` gives the search.
 """
 from __future__ import annotations
 
@@ -19,6 +20,11 @@ def schedule_calls(alg: Algorithm, decisions: dict[str, Decision], locals_: tupl
     """The calls that give the pipeline the schedule of `decisions`."""
     calls = [Call(StageRef(name), "cache_write", ("local",), result=f"{name}_local")
              for name in locals_]
+    for f in alg.funcs.values():  # packed panels; one inlined is no copy
+        if f.copy_of is not None and decision_of(decisions, f.name).placement.kind != INLINE:
+            readers = tuple(StageRef(c) for c in dict.fromkeys(c for c, _ in f.consumers))
+            calls.append(Call(StageRef(f.copy_of), "cache_read", ("global", readers),
+                              result=f.name))
     for f in reversed(list(alg.funcs.values())):
         p = decision_of(decisions, f.name).placement
         if p.kind == INLINE and not f.is_output:

@@ -10,8 +10,8 @@ where they can go (softmax: a row per task keeps a row's intermediates in L1). S
 children that decide an output are also completed by their `rollout` (each Func left
 computed per tile of its consumers), and the few whose rollouts price lowest stay in
 the beam too; the cheapest rollouts join the final beam. A second, finer pass then
-moves each Func's tile factors by x2 and /2 and toggles its vector width, fusion and
-unrolling, again keeping a beam.
+moves each Func's tile factors by x2 and /2 (the vectorized dimension's also by a
+vector) and toggles its vector width, fusion and unrolling, again keeping a beam.
 
 `budget_s` is honoured: when the beam search runs out of time the remaining Funcs are
 decided greedily (a beam of one), and when that runs out too the cheapest rollouts
@@ -61,6 +61,7 @@ class State:
     decisions: tuple[tuple[str, Decision], ...] = ()
     locals_: tuple[str, ...] = ()
     prefix: tuple[Call, ...] = ()  # calls that made `alg` from the user's (rfactor)
+    panels: tuple[str, ...] = ()  # the local stages whose strided inputs may be packed
 
     @property
     def order(self) -> list[str]:
@@ -279,8 +280,15 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
             # after an rfactor, whose intermediate already holds it); the two are decided
             # together (a local priced at root, untiled, would lose
             # every comparison before its own step came).
-            local = replace(state, alg=alg.with_local(name), locals_=(*state.locals_, name))
-            for nest in _nest_options(local.alg.funcs[name], extents, machine, rng, root=True):
+            # Its strided inputs get copies it reads instead (`with_panels`), decided
+            # in their turn: inlined (no copy) or packed per tile of the output, whose
+            # nests then also run the vectorized dimension's tiles outermost (a task
+            # a column panel, which its rows share).
+            reader = f"{name}_local"
+            local = replace(state, alg=alg.with_local(name).with_panels(reader),
+                            locals_=(*state.locals_, name), panels=(*state.panels, reader))
+            for nest in _nest_options(local.alg.funcs[name], extents, machine, rng, root=True,
+                                      panel_order=True):
                 placed = local.with_decision(name, Decision(Placement(ROOT), nest))
                 out += [c for c in children_of(placed, machine, rng)
                         if c.decisions[-1][1].placement.kind == AT]
@@ -356,10 +364,12 @@ def _inside(decided: dict[str, Decision], name: str, func: str, stage: int, loop
 
 
 def _nest_options(f, extents: dict[str, int], machine: Machine, rng: random.Random,
-                  root: bool) -> list[Nest]:
+                  root: bool, panel_order: bool = False) -> list[Nest]:
     """Loop nests for Func `f` over `extents`: tiles from `COARSE_TILES` (a root Func)
     or none (a Func computed at a consumer's tile), the stride-1 dimension vectorized
-    at the natural width or twice it, reductions with and without a register tile."""
+    at the natural width or twice it, reductions with and without a register tile;
+    with `panel_order`, each tiling of the vectorized dimension among others also with
+    its tiles outermost."""
     lanes = machine.lanes
     dims = f.dims
     if not dims:
@@ -388,11 +398,15 @@ def _nest_options(f, extents: dict[str, int], machine: Machine, rng: random.Rand
     parallel = [True, False] if root and prod(extents.values()) <= SMALL_POINTS else [root]
     out = []
     for t, v, r, vd, par in product(tiles, vectors, reduction, lane_dims, parallel):
-        out.append(Nest(t, v, vd, parallel=par, unroll=r, reduction_outer=r))
         outers = sum(1 for x in t if x != WHOLE)
-        if root and outers >= 2:
-            out.append(Nest(t, v, vd, parallel=True, fuse_outer=True, unroll=r,
-                            reduction_outer=r))
+        orders = [False, True] if panel_order and outers >= 2 and t[vd] not in (OUTER, WHOLE) \
+            else [False]
+        for first in orders:
+            out.append(Nest(t, v, vd, parallel=par, unroll=r, reduction_outer=r,
+                            vector_tiles_first=first))
+            if root and outers >= 2:
+                out.append(Nest(t, v, vd, parallel=True, fuse_outer=True, unroll=r,
+                                reduction_outer=r, vector_tiles_first=first))
     return out
 
 
@@ -401,7 +415,10 @@ def _neighbours(nest: Nest, lanes: int) -> list[Nest]:
     for k, t in enumerate(nest.tiles):
         if t in (OUTER, WHOLE):
             continue
-        for new in (t * 2, t // 2):
+        steps = (t * 2, t // 2)
+        if k == len(nest.tiles) - 1 and nest.vector:  # and a vector more or less
+            steps += (t + nest.vector, t - nest.vector)
+        for new in dict.fromkeys(steps):
             if new > 1 and (k < len(nest.tiles) - 1 or nest.vector == 0
                             or new % nest.vector == 0):
                 out.append(replace(nest, tiles=nest.tiles[:k] + (new,) + nest.tiles[k + 1:]))

@@ -4,11 +4,13 @@ stored, and the loop nest of its stages), and the loop nests those decisions mak
 A Func's stages share one `Nest`: per dimension a tile factor (`OUTER`: the whole
 dimension is an outer loop, `WHOLE`: an inner loop, f > 1: split into `do` outside and
 `di` inside), the lanes of the vectorized dimension (the stride-1, last one, or the
-lanes an rfactor made), parallel outer tiles (the
-outermost loop, or the two outermost fused), unrolled small inner loops, and for updates
-whether the reduction loops run outside the inner pure loops (a register tile: the
-accumulators of a tile stay in registers while the reduction runs, as in
-`apps/matmul.py`). Loops, outermost first: the outer loops in dimension order, then (with
+lanes an rfactor made), parallel outer tiles (the outermost loop, or the two outermost
+fused), the vectorized dimension's tiles outermost or in dimension order (a
+register-tiled reduction's tasks as column panels, each reading one strip of its input:
+`apps/matmul.py`), unrolled small inner loops, and for updates whether the reduction
+loops run outside the inner pure loops (a register tile: the accumulators of a tile stay
+in registers while the reduction runs, as in `apps/matmul.py`). Loops, outermost first:
+the outer loops in dimension order (or the vectorized dimension's first), then (with
 `reduction_outer`) the reduction loops, then the inner loops, then the reduction loops.
 """
 from __future__ import annotations
@@ -28,6 +30,7 @@ class Nest:
     fuse_outer: bool = False
     unroll: bool = False
     reduction_outer: bool = False
+    vector_tiles_first: bool = False  # the vectorized dimension's outer loop outermost
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,8 @@ def stage_loops(dims: tuple[str, ...], pure: tuple[str, ...],
             inner.append(Loop(f"{d}i", d, t, 1))
     last = dims[nest.vector_dim] if dims else None
     inner = [lp for lp in inner if lp.var != last] + [lp for lp in inner if lp.var == last]
+    if nest.vector_tiles_first:
+        outer = [lp for lp in outer if lp.var == last] + [lp for lp in outer if lp.var != last]
     vector_innermost = not (update and rvars and not nest.reduction_outer)
     if nest.vector and vector_innermost and inner and inner[-1].var == last and \
             inner[-1].trips >= nest.vector:

@@ -36,14 +36,17 @@ class Snapshot:
         # `_cache_counts` numbers the Funcs cache_read/cache_write make: restored, a
         # schedule applied again makes them under the same names.
         self.saved = [(f, f._pure, list(f._updates), f._args, f._used_by,
-                       copy.deepcopy(f.schedule), dict(f.__dict__.get("_cache_counts", {})))
-                      for f in env.funcs.values()]
+                       copy.deepcopy(f.schedule)) for f in env.funcs.values()]
+        # Inputs too: `B.cache_read` (a packed panel) numbers its copies on B.
+        self.counts = [(x, dict(x.__dict__.get("_cache_counts", {})))
+                       for x in (*env.funcs.values(), *env.inputs.values())]
 
     def restore(self) -> None:
-        for f, pure, updates, args, used_by, schedule, counts in self.saved:
+        for f, pure, updates, args, used_by, schedule in self.saved:
             f._pure, f._updates, f._args, f._used_by = pure, list(updates), args, used_by
             f.schedule = copy.deepcopy(schedule)
-            f.__dict__["_cache_counts"] = dict(counts)
+        for x, counts in self.counts:
+            x.__dict__["_cache_counts"] = dict(counts)
 
 
 def apply_calls(outputs: list[Func], calls: list[Call]) -> None:

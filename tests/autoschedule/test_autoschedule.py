@@ -10,7 +10,7 @@ import pytest
 import halo
 from apps import blur, histogram, matmul, softmax, unsharp
 from halo.autoschedule import _algorithm
-from halo.autoschedule.validate import Validator
+from halo.autoschedule.validate import Snapshot, Validator
 from halo.lang.environment import Environment
 from halo.random_programs.random_pipeline import random_pipeline
 from halo.schedule.calls import Call, StageRef, calls_source
@@ -140,6 +140,16 @@ def test_a_failing_candidate_is_refused_and_undone():
     assert "nowhere" in validator.reason
     assert halo.schedule_source(out) == before
     assert validator.check([Call(StageRef("blur_x"), "compute_root")])
+
+
+def test_an_undone_panel_leaves_its_name_free():
+    """Undoing a candidate that packed B (`B.cache_read`) restores B's count of copies,
+    so the next candidate's copy is `B_global` again, the name its calls use."""
+    A, B, C, _ = matmul.algorithm()
+    snapshot = Snapshot([C])
+    for _ in range(2):
+        assert B.cache_read("global", [C]).name == "B_global"
+        snapshot.restore()
 
 
 def test_pipeline_of_two_outputs():

@@ -23,10 +23,11 @@ def _box(shape):
 
 def _apply(alg, out, decisions, locals_=()):
     found = nests(alg, decisions)
+    order = list(reversed(alg.funcs))  # the search's: outputs back
     for name, d in decisions.items():
         if d.placement.kind == AT:
             site = (d.placement.consumer, d.placement.stage, d.placement.loop)
-            before = {k: v for k, v in decisions.items() if k != name}
+            before = {k: v for k, v in decisions.items() if order.index(k) < order.index(name)}
             assert site in legal_sites(alg, before, nests(alg, before), name)
     apply_calls([out], schedule_calls(alg, decisions, locals_, found))
 
@@ -111,3 +112,44 @@ def test_conv_relu_blocked_schedule_is_a_point():
     got = relu.realize((batch, c_out, h, w), inputs=inputs)
     want = conv_relu.numpy_conv_relu(*inputs.values())
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_packed_panels_are_a_point():
+    """apps/matmul.py's packed panels: C's tasks are column panels (its column tiles
+    outermost, parallel), C_local per register block inside, and B copied per panel
+    (`B.cache_read("global", [C_local])` at the task loop: `Algorithm.with_panels`),
+    right at sizes no tile divides."""
+    lanes = halo.Target("host").natural_vector_size(halo.float32)
+    decisions = {"C": Decision(Placement(ROOT), Nest((4, 2 * lanes), lanes, parallel=True,
+                                                     unroll=True, vector_tiles_first=True)),
+                 "C_local": Decision(Placement(AT, "C", 0, 1),
+                                     Nest((WHOLE, WHOLE), lanes, unroll=True,
+                                          reduction_outer=True)),
+                 "B_global": Decision(Placement(AT, "C", 0, 0), Nest((WHOLE, WHOLE), lanes))}
+    rng = np.random.default_rng(1)
+    for m, k, n in ((1, 1, 1), (7, 5, 3), (67, 13, 2 * lanes + 5)):
+        A, B, C, _ = matmul.algorithm()
+        alg = Algorithm.of(Environment.of([C]), {"A": _box((m, k)), "B": _box((k, n))},
+                           {"C": _box((m, n))}, {}).with_local("C").with_panels("C_local")
+        assert alg.funcs["B_global"].copy_of == "B" and "A_global" not in alg.funcs
+        _apply(alg, C, decisions, locals_=("C",))
+        text = str(C.lower())
+        assert text.index("for C.s0.j.jo in parallel(") < text.index("allocate B_global") \
+            < text.index("for C.s0.i.io in range(")
+        a = rng.random((m, k), dtype=np.float32)
+        b = rng.random((k, n), dtype=np.float32)
+        np.testing.assert_allclose(C.realize((m, n), inputs={A: a, B: b}), a @ b, rtol=1e-4)
+
+
+def test_an_inlined_panel_is_no_copy():
+    """A panel the search inlines makes no `cache_read` call: B is read in place."""
+    lanes = halo.Target("host").natural_vector_size(halo.float32)
+    A, B, C, _ = matmul.algorithm()
+    alg = Algorithm.of(Environment.of([C]), {"A": _box((32, 32)), "B": _box((32, 32))},
+                       {"C": _box((32, 32))}, {}).with_local("C").with_panels("C_local")
+    decisions = {"C": Decision(Placement(ROOT), Nest((4, lanes), lanes, parallel=True)),
+                 "C_local": Decision(Placement(AT, "C", 0, 1),
+                                     Nest((WHOLE, WHOLE), lanes, reduction_outer=True)),
+                 "B_global": Decision(Placement(INLINE))}
+    calls = schedule_calls(alg, decisions, ("C",), nests(alg, decisions))
+    assert [c.method for c in calls if c.method.startswith("cache")] == ["cache_write"]

@@ -104,7 +104,7 @@ def schedule_json(tp: TrainingPipeline, state: State) -> str:
 
 def state_json(tp: TrainingPipeline, state: State) -> dict:
     start = next(k for k, s in enumerate(tp.starts) if s.prefix == state.prefix)
-    return {"start": start, "locals": list(state.locals_),
+    return {"start": start, "locals": list(state.locals_), "panels": list(state.panels),
             "decisions": [[name, asdict(d)] for name, d in state.decisions]}
 
 
@@ -114,10 +114,13 @@ def state_from_json(tp: TrainingPipeline, data: dict) -> State:
     alg = start.alg
     for name in data["locals"]:
         alg = alg.with_local(name)
+    for reader in data.get("panels", ()):  # samples older than packed panels have none
+        alg = alg.with_panels(reader)
     decisions = []
     for name, d in data["decisions"]:
         nest = d["nest"]
         if nest is not None:
             nest = Nest(**{**nest, "tiles": tuple(nest["tiles"])})
         decisions.append((name, Decision(Placement(**d["placement"]), nest)))
-    return State(alg, tuple(decisions), tuple(data["locals"]), start.prefix)
+    return State(alg, tuple(decisions), tuple(data["locals"]), start.prefix,
+                 tuple(data.get("panels", ())))
