@@ -633,8 +633,8 @@ def place_cache_write(drawer: Drawer, name: str, new: str, rng: random.Random) -
 
 def draw_cache_reads(drawer: Drawer, placer: Placer, rng: random.Random) -> None:
     """cache_read of root Funcs and of inputs: for every reader (the copy at root), or
-    for one reader computed somewhere (the copy at root or at one of its loops, when
-    the reader reads the source in one stage)."""
+    for one reader computed somewhere (the copy at root, or at one of its loops or of
+    the loops around it, when the reader reads the source in one stage)."""
     sources = [s.name for s in drawer.pipeline.stages
                if placer.placement(s.name) == "root" and s.name != drawer.pipeline.output.name]
     sources += [i.name for i in drawer.pipeline.inputs]
@@ -655,8 +655,11 @@ def draw_cache_reads(drawer: Drawer, placer: Placer, rng: random.Random) -> None
             record = drawer.built.funcs[g].schedule.stages[min(stages)]
             if len(stages) == 1 and not record.specializations and rng.random() < 0.6:
                 ref = StageRef(g, stages.pop())
-                dims = record.dims
-                drawer.emit(Call(StageRef(new), "compute_at", (ref, rng.choice(dims).name)))
+                # At a loop of the reader, or of a Func around where the reader is
+                # computed (a packed panel: apps/matmul.py's B at C's task loop).
+                sites = [(ref, d.name) for d in record.dims]
+                sites += [site[:2] for site in placer.enclosing(g)]
+                drawer.emit(Call(StageRef(new), "compute_at", rng.choice(sites)))
                 continue
         else:
             drawer.emit(Call(StageRef(src), "cache_read", (scope,), result=new))

@@ -239,3 +239,21 @@ def test_shrinking_a_case_whose_schedule_cannot_be_drawn_returns_it(monkeypatch)
     case = Case(3, 3)
     small, outcome = shrink(case, refused, lambda cases: [refused for _ in cases])
     assert outcome == refused and small.program_seed == 3 and small.output is not None
+
+
+def test_cache_reads_are_computed_around_their_readers_too():
+    """A copy for one reader is computed at one of the reader's loops or at a loop of a
+    Func around where the reader is computed (a packed panel, as apps/matmul.py's B)."""
+    own = around = 0
+    for seed in range(400):
+        p = random_pipeline(seed)
+        calls = random_schedule(p, p.build(), seed)
+        readers = {c.result: dict(c.kwargs)["readers"][0].func for c in calls
+                   if c.method == "cache_read" and c.kwargs}
+        for c in calls:
+            if c.method == "compute_at" and c.target.func in readers:
+                if c.args[0].func == readers[c.target.func]:
+                    own += 1
+                else:
+                    around += 1
+    assert own > 0 and around > 0, (own, around)
