@@ -124,10 +124,7 @@ class Algorithm:
         moved = [StageModel(local, s.index, s.pure, s.rvars,
                             tuple(_renamed(a, name, local) for a in s.accesses), s.ops, s.lhs,
                             s.predicated) for s in f.stages]
-        k = len(f.dims)
-        identity = tuple((tuple(int(i == j) for j in range(k)), 0) for i in range(k))
-        copy = StageModel(name, 0, f.dims, (), (Access(local, False, tuple(
-            n.Var(d) for d in f.dims), identity, identity),), Counter(), ())
+        copy = _copy_stage(name, f.dims, local, is_input=False)
         funcs: dict[str, FuncModel] = {}
         for g in self.funcs.values():
             if g.name == name:
@@ -162,10 +159,7 @@ class Algorithm:
                 for source, name in panels.items():
                     box, size = self.inputs[source]
                     dims = tuple(f"{name}_d{k}" for k in range(len(box)))
-                    identity = tuple((tuple(int(i == j) for j in range(len(dims))), 0)
-                                     for i in range(len(dims)))
-                    copy = StageModel(name, 0, dims, (), (Access(source, True, tuple(
-                        n.Var(d) for d in dims), identity, identity),), Counter(), ())
+                    copy = _copy_stage(name, dims, source, is_input=True)
                     funcs[name] = FuncModel(name, dims, size, [copy], False, copy_of=source)
                 stages = [StageModel(s.func, s.index, s.pure, s.rvars, tuple(
                     Access(panels[a.callee], False, a.args, a.affine, a.pattern)
@@ -174,6 +168,11 @@ class Algorithm:
             funcs[g.name] = FuncModel(g.name, g.dims, g.bytes, stages, g.is_output,
                                       lane_dim=g.lane_dim, copy_of=g.copy_of)
         return Algorithm(funcs, self.inputs, self.outputs, self.scalars)
+
+    def panel_readers(self) -> list[str]:
+        """The stages `with_panels` gave copies of their inputs, in order."""
+        return list(dict.fromkeys(c for f in self.funcs.values() if f.copy_of
+                                  for c, _ in f.consumers))
 
     def reads(self, func: str, name: str) -> bool:
         """Whether Func `func` reads Func `name`, directly or through other Funcs."""
@@ -423,6 +422,14 @@ def _unclamped(e: n.Expr) -> n.Expr:
     while isinstance(e, (n.Min, n.Max)):
         e = e.a
     return e
+
+
+def _copy_stage(name: str, dims: tuple[str, ...], source: str, is_input: bool) -> StageModel:
+    """The pure stage `name[dims] = source[dims]`."""
+    identity = tuple((tuple(int(i == j) for j in range(len(dims))), 0)
+                     for i in range(len(dims)))
+    return StageModel(name, 0, dims, (), (Access(source, is_input, tuple(
+        n.Var(d) for d in dims), identity, identity),), Counter(), ())
 
 
 def _renamed(a: Access, old: str, new: str) -> Access:

@@ -28,7 +28,7 @@ LINE = 64  # bytes per cache line
 # (Cascade Lake 1.375 MB, Sapphire Rapids 1.875, Zen 3 and 4 4 MB a core), and the
 # others use theirs (a VM's neighbours too). With the whole 37.5 MB of a Xeon's L3 as
 # its L3, the model took unsharp's full-image intermediates at root for L3-resident
-# (1.9x its hand schedule; with this share, 1.5x).
+# (1.9-2.2x its hand schedule; with this share, 1.4x).
 L3_PER_CORE = 2 << 20
 ACCESS_CLASSES = ("broadcast", "dense", "strided", "gather")
 # Cycles per operation, scalar; a vector instruction does `lanes` of them.

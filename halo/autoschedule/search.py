@@ -61,7 +61,6 @@ class State:
     decisions: tuple[tuple[str, Decision], ...] = ()
     locals_: tuple[str, ...] = ()
     prefix: tuple[Call, ...] = ()  # calls that made `alg` from the user's (rfactor)
-    panels: tuple[str, ...] = ()  # the local stages whose strided inputs may be packed
 
     @property
     def order(self) -> list[str]:
@@ -284,9 +283,8 @@ def children_of(state: State, machine: Machine, rng: random.Random) -> list[Stat
             # in their turn: inlined (no copy) or packed per tile of the output, whose
             # nests then also run the vectorized dimension's tiles outermost (a task
             # a column panel, which its rows share).
-            reader = f"{name}_local"
-            local = replace(state, alg=alg.with_local(name).with_panels(reader),
-                            locals_=(*state.locals_, name), panels=(*state.panels, reader))
+            local = replace(state, alg=alg.with_local(name).with_panels(f"{name}_local"),
+                            locals_=(*state.locals_, name))
             for nest in _nest_options(local.alg.funcs[name], extents, machine, rng, root=True,
                                       panel_order=True):
                 placed = local.with_decision(name, Decision(Placement(ROOT), nest))

@@ -132,6 +132,7 @@ def test_matmul_packed_panels_are_a_point():
         alg = Algorithm.of(Environment.of([C]), {"A": _box((m, k)), "B": _box((k, n))},
                            {"C": _box((m, n))}, {}).with_local("C").with_panels("C_local")
         assert alg.funcs["B_global"].copy_of == "B" and "A_global" not in alg.funcs
+        assert alg.panel_readers() == ["C_local"]  # what a stored state replays
         _apply(alg, C, decisions, locals_=("C",))
         text = str(C.lower())
         assert text.index("for C.s0.j.jo in parallel(") < text.index("allocate B_global") \

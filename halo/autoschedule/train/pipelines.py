@@ -104,7 +104,7 @@ def schedule_json(tp: TrainingPipeline, state: State) -> str:
 
 def state_json(tp: TrainingPipeline, state: State) -> dict:
     start = next(k for k, s in enumerate(tp.starts) if s.prefix == state.prefix)
-    return {"start": start, "locals": list(state.locals_), "panels": list(state.panels),
+    return {"start": start, "locals": list(state.locals_), "panels": state.alg.panel_readers(),
             "decisions": [[name, asdict(d)] for name, d in state.decisions]}
 
 
@@ -122,5 +122,4 @@ def state_from_json(tp: TrainingPipeline, data: dict) -> State:
         if nest is not None:
             nest = Nest(**{**nest, "tiles": tuple(nest["tiles"])})
         decisions.append((name, Decision(Placement(**d["placement"]), nest)))
-    return State(alg, tuple(decisions), tuple(data["locals"]), start.prefix,
-                 tuple(data.get("panels", ())))
+    return State(alg, tuple(decisions), tuple(data["locals"]), start.prefix)
