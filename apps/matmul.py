@@ -161,8 +161,8 @@ def algorithm_fp16(product=None, k_step: int | None = None):
 
 
 def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
-                             warp: tuple[int, int] = (64, 64), depth: int = 32,
-                             stages: int = 4) -> None:
+                             warp: tuple[int, int] = (64, 64), depth: int = 64,
+                             stages: int = 3) -> None:
     """For target 'cuda', on `algorithm_fp16`: tensor cores (`halo.intrinsics.mma_f16_f32`).
     Each block computes a `block` tile of C, one `warp` tile per warp, with the warps'
     accumulators in their registers across the whole k loop: C_acc (a
@@ -171,8 +171,12 @@ def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
     copied out by `halo.intrinsics.mma_f32_store`. Each step of `depth` along k, the
     block's threads copy its A and B panels to shared memory (`cache_read("shared")` at
     that loop, 16 bytes a thread at a time), `stages` steps in flight (`double_buffer`;
-    4 stages of 32 take 74 KB of shared memory, which the kernel asks for at launch),
-    from where the warps load fragments (`ldmatrix`). C's tiles shift inwards, so any C of at
+    3 stages of 64 take 107 KB of shared memory, which the kernel asks for at launch),
+    from where the warps load fragments (`ldmatrix`); each warp loads the first fragments
+    of its next step before it multiplies the last of this one, and issues the copies
+    between its first multiplies (`lower/pipeline_tensor_calls.py`). For C of 2048 x 2048
+    and more, blocks of 256 x 128 (8 warps) in 4 stages are faster on sm_90 (217 KB of
+    its 227; docs/gpu.md). C's tiles shift inwards, so any C of at
     least a block is whole tiles, and k must be whole steps of `depth` (a warp array
     can't take the element-by-element loops of a tail): other sizes are refused before
     running (`BoundsError`); for any k, pad it (`algorithm_fp16(k_step=depth)`, whose

@@ -237,10 +237,14 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         check = a.float() @ b.float()
         variants = {"torch fp16 (cuBLAS, fp32 accumulation, fp16 out)": lambda: a @ b}
         for label, schedule, sizes in (
-                ("halo, warps 64 x 32 (8 a block), k steps of 64 in 3 stages",
-                 matmul.gpu_schedule_tensor_core, {"warp": (64, 32), "depth": 64, "stages": 3}),
-                ("halo, k steps of 32 in 3 stages", matmul.gpu_schedule_tensor_core,
-                 {"stages": 3}),
+                ("halo, blocks 256 x 128 (8 warps), k steps of 64 in 4 stages (sm_90)",
+                 matmul.gpu_schedule_tensor_core,
+                 {"block": (256, 128), "depth": 64, "stages": 4}),
+                ("halo, blocks 256 x 128 (8 warps), k steps of 64 in 3 stages",
+                 matmul.gpu_schedule_tensor_core,
+                 {"block": (256, 128), "depth": 64, "stages": 3}),
+                ("halo, k steps of 32 in 4 stages (not pipelined across steps)",
+                 matmul.gpu_schedule_tensor_core, {"depth": 32, "stages": 4}),
                 ("halo, blocks 128 x 64, warps 64 x 32, k steps of 64 in 3 stages",
                  matmul.gpu_schedule_tensor_core,
                  {"block": (128, 64), "warp": (64, 32), "depth": 64, "stages": 3}),

@@ -280,14 +280,23 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
     def update(ctx) -> None:
         _require_cuda(ctx, call)
         acc = _Accumulator(ctx, call, ctx.operand(spec.name), tiles)
-        a_op, b_op = ctx.operand(a.name), ctx.operand(b.name)
+        now = (ctx.operand(a.name), ctx.operand(b.name))
+        # Pipelined with its loop (its copies spread over the steps before the last,
+        # which loads the next call's first step) where a call has an even number of
+        # steps of 16, so that the next call's first lands in the set its first step
+        # reads (set 0), and at least 4: with 2, measured slower (docs/gpu.md).
+        steps_of_16 = depth // _MMA
+        pipelined = ctx.pipelined and steps_of_16 % 2 == 0 and steps_of_16 >= 4
+        ahead = (ctx.operand(a.name, ahead=True), ctx.operand(b.name, ahead=True)) \
+            if pipelined else ()
         acc.load()
         g, t = _lane_parts(ctx)
-        tests = [_ldmatrix_tests(op) for op in (a_op, b_op)]
+        tests = [_ldmatrix_tests(op) for op in (*now, *ahead)]
 
-        def fragments(matrix_loads: bool, left: str, right: str, step: str) -> None:
-            """Loads the fragments of A and B of the k step of 16 at `step` into the
-            registers `left` (A's m-tiles) and `right` (B's n-tiles)."""
+        def fragments(matrix_loads: bool, ops, left: str, right: str, step: str) -> None:
+            """Loads the fragments of A and B (`ops`) of the k step of 16 at `step` into
+            the registers `left` (A's m-tiles) and `right` (B's n-tiles)."""
+            a_op, b_op = ops
             for r in range(tiles[0]):
                 if matrix_loads:  # lane l: row l % 16, columns 8 * (l / 16) on
                     ctx.line(_ldmatrix([f"{left}[{r}][{q}]" for q in range(4)], ctx.address(
@@ -308,22 +317,46 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
                         ctx.line(f"        {right}[{c}][{q}] = " + _pair(ctx, b_op, (
                             f"{step} + {8 * q} + 2 * {t}", f"{8 * c} + {g}"), (1, 0)) + ";")
 
+        # Two sets of fragment registers: a step's are loaded before the step before it
+        # multiplies, so the loads' latency overlaps tensor-core work. Pipelined with its
+        # loop, the call's first step was loaded by the call before it (after the
+        # handoff, before its last multiplies), and the sets live across iterations.
+        left, right = ctx.fresh("a"), ctx.fresh("b")
+        registers = f"unsigned {left}[2][{tiles[0]}][4], {right}[2][{tiles[1]}][2];"
+        if pipelined:
+            ctx.carry(registers)
+        else:
+            ctx.line(registers)
+
         def steps(matrix_loads: bool) -> None:
-            """The k steps of 16, unrolled, their fragments double-buffered: a step's
-            fragments are loaded before the step before it multiplies, so the loads'
-            latency overlaps tensor-core work."""
-            step, left, right = ctx.fresh("k"), ctx.fresh("a"), ctx.fresh("b")
-            ctx.line(f"    unsigned {left}[2][{tiles[0]}][4], {right}[2][{tiles[1]}][2];")
-            fragments(matrix_loads, f"{left}[0]", f"{right}[0]", "0")
+            """The k steps of 16, unrolled, their fragments double-buffered."""
+            step, last = ctx.fresh("k"), depth - _MMA
+            if pipelined:
+                ctx.line(f"if ({ctx.first}) {{")
+            fragments(matrix_loads, now, f"{left}[0]", f"{right}[0]", "0")
+            if pipelined:
+                ctx.line("}")
             ctx.line("    #pragma unroll")
             ctx.line(f"    for (int {step} = 0; {step} < {depth}; {step} += 16) {{")
-            now, ahead = f"(({step} >> 4) & 1)", f"((({step} >> 4) + 1) & 1)"
-            ctx.line(f"      if ({step} + 16 < {depth}) {{")
-            fragments(matrix_loads, f"{left}[{ahead}]", f"{right}[{ahead}]", f"{step} + 16")
+            this, other = f"(({step} >> 4) & 1)", f"((({step} >> 4) + 1) & 1)"
+            ctx.line(f"      if ({step} < {last}) {{")
+            fragments(matrix_loads, now, f"{left}[{other}]", f"{right}[{other}]",
+                      f"{step} + 16")
+            if pipelined:  # the last step: the next call's first, once the handoff is done
+                ctx.line("      } else {")
+                ctx.handoff()
+                fragments(matrix_loads, ahead, f"{left}[{other}]", f"{right}[{other}]", "0")
             ctx.line("      }")
             for r in range(tiles[0]):
                 for c in range(tiles[1]):
-                    ctx.line(_mma(acc.tile(r, c), f"{left}[{now}][{r}]", f"{right}[{now}][{c}]"))
+                    ctx.line(_mma(acc.tile(r, c), f"{left}[{this}][{r}]",
+                                  f"{right}[{this}][{c}]"))
+            if pipelined:  # the loop's other work, spread over the steps before the last
+                for part in range(ctx.overlap_parts):
+                    at = part * (steps_of_16 - 1) // ctx.overlap_parts * _MMA
+                    ctx.line(f"      if ({step} == {at}) {{")
+                    ctx.overlap(part)
+                    ctx.line("      }")
             ctx.line("    }")
 
         if None in tests or not any(tests):  # known while lowering: one way only

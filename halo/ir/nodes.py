@@ -327,13 +327,22 @@ class TensorCall(Stmt):
     Call with coordinates before storage flattening, a Load of the flat index after it
     (an address: it is never loaded). `strides` holds, per operand after flattening, its
     strides in elements along each dimension of its buffer, outermost first (the spec's
-    dimensions are the last ones; empty before flattening)."""
+    dimensions are the last ones; empty before flattening).
+    A GPU call that is the last phase of a serial loop may be pipelined with the loop
+    (`lower/pipeline_tensor_calls.py`): `ahead` holds its operands at the loop's next
+    iteration, `first` is true in the loop's first iteration, `overlap` is the rest of
+    the loop's body, to run after the call's first step, and `handoff` what must run
+    before the call reads `ahead` (the barrier that used to open the next iteration)."""
     name: str
     intrinsic: object
     part: str
     operand_names: tuple[str, ...]
     operands: tuple[Expr, ...]
     strides: tuple[tuple[Expr, ...], ...] = ()
+    ahead: tuple[Expr, ...] = ()
+    first: Expr | None = None
+    overlap: Stmt | None = None
+    handoff: Stmt | None = None
 
 
 NO_OP = Block(())

@@ -136,12 +136,22 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
             out.append(f"{pad}atomic:")
             _stmt(b, ind + 1, out)
         case n.TensorCall(name=name, part=part, operand_names=names, operands=ops,
-                          strides=strides):
+                          strides=strides, ahead=ahead, first=first):
             args = [f"{nm}={expr_to_str(o)}" for nm, o in zip(names, ops, strict=True)]
             if strides:
                 args = [f"{a} strides ({', '.join(expr_to_str(x) for x in st)})"
                         for a, st in zip(args, strides, strict=True)]
             out.append(f"{pad}{name}.{part}({', '.join(args)})")
+            if first is not None:  # pipelined with its loop
+                nexts = ", ".join(f"{nm}={expr_to_str(o)}"
+                                  for nm, o in zip(names, ahead, strict=True))
+                out.append(f"{pad}  pipelined with its loop (first iteration: "
+                           f"{expr_to_str(first)}; next: {nexts})")
+                for label, part_stmt in (("after its first step", s.overlap),
+                                         ("before it reads the next", s.handoff)):
+                    if part_stmt is not None:
+                        out.append(f"{pad}  {label}:")
+                        _stmt(part_stmt, ind + 2, out)
         case n.Realize(name=name, type=t, bounds=bounds, body=b, scope=scope):
             dims = ", ".join(f"{expr_to_str(lo)}:{expr_to_str(n.Add(lo, ext))}"
                              for lo, ext in bounds)

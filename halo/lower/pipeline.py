@@ -28,6 +28,7 @@ from halo.lower.fuse_gpu_thread_loops import fuse_gpu_thread_loops
 from halo.lower.gpu_levels import gpu_levels
 from halo.lower.inject_virtual_threads import inject_virtual_threads
 from halo.lower.partition_loops import partition_loops
+from halo.lower.pipeline_tensor_calls import pipeline_tensor_calls
 from halo.lower.realization import decide_realizations
 from halo.lower.schedule_functions import schedule_functions
 from halo.lower.sliding_window import sliding_window
@@ -116,6 +117,9 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         # GPU only, last: the simplifier would drop its barriers (pure calls evaluated for
         # nothing); needs flat, constant-size shared buffers.
         *([("fuse_gpu_thread_loops", fuse_gpu_thread_loops)] if gpu else []),
+        # GPU only: moves the barriers fuse_gpu_thread_loops placed at the top of a
+        # tensor call's k loop into the call, to overlap the next step's operand loads.
+        *([("pipeline_tensor_calls", pipeline_tensor_calls)] if gpu else []),
     ]
 
 

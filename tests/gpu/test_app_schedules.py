@@ -121,13 +121,13 @@ def test_matmul_tensor_core_shared(n, k, m, sizes):
 
 
 @pytest.mark.parametrize("sizes", [{}, {"warp": (64, 32), "depth": 64, "stages": 3},
-                                   {"stages": 2},
+                                   {"stages": 2}, {"depth": 32, "stages": 4},
                                    {"block": (64, 128), "warp": (32, 32), "depth": 32},
                                    {"block": (128, 64), "warp": (64, 32), "depth": 64,
                                     "stages": 3},
                                    {"depth": 16, "stages": 1}],
-                         ids=["128x128-64x64-k32x4", "warps64x32-k64x3", "k32x2",
-                              "64x128-32x32-k32x4", "128x64-64x32-k64x3", "k16-1stage"])
+                         ids=["128x128-64x64-k64x3", "warps64x32-k64x3", "k64x2", "k32x4",
+                              "64x128-32x32-k32x3", "128x64-64x32-k64x3", "k16-1stage"])
 @pytest.mark.parametrize(("n", "k", "m", "padded"), [
     (128, 64, 128, False), (131, 64, 257, False), (131, 45, 257, True), (300, 1, 129, True)])
 def test_matmul_tensor_core_in_registers(n, k, m, padded, sizes):
@@ -139,9 +139,25 @@ def test_matmul_tensor_core_in_registers(n, k, m, padded, sizes):
     _check_fp16_matmul(A, B, C, n, k, m)
 
 
+@pytest.mark.parametrize(("sizes", "n", "k", "m", "padded"), [
+    ({"block": (256, 128), "depth": 64, "stages": 4}, 300, 640, 257, False),
+    ({"block": (256, 128), "depth": 64, "stages": 4}, 256, 192, 131, False),
+    ({"block": (256, 128), "depth": 64, "stages": 4}, 263, 45, 128, True),
+    ({"depth": 48}, 131, 480, 257, False), ({"depth": 48}, 131, 50, 130, True)],
+    ids=["256x128-k64x4-10steps", "256x128-k64x4-3steps", "256x128-k64x4-padded",
+         "k48-10steps", "k48-padded"])
+def test_matmul_tensor_core_k_loops_pipelined_or_not(sizes, n, k, m, padded):
+    """Blocks of 8 warps whose k loops are pipelined across steps (a steady state, and
+    fewer steps than stages), and k steps of 48, which the intrinsic leaves as they were
+    (an odd number of steps of 16): the barrier at the end of each step instead."""
+    A, B, C, funcs = matmul.algorithm_fp16(k_step=sizes["depth"] if padded else None)
+    matmul.gpu_schedule_tensor_core(funcs, **sizes)
+    _check_fp16_matmul(A, B, C, n, k, m)
+
+
 @pytest.mark.parametrize(("n", "k", "m", "needs"), [
     (100, 64, 200, "every shift_inwards tile around it whole"),
-    (128, 45, 128, "every call of mma_f16_f32_64x64x32 on a whole tile")])
+    (128, 45, 128, "every call of mma_f16_f32_64x64x64 on a whole tile")])
 def test_sizes_the_register_tiles_cant_take_are_refused_before_running(n, k, m, needs):
     A, B, C, funcs = matmul.algorithm_fp16()
     matmul.gpu_schedule_tensor_core(funcs)

@@ -35,7 +35,12 @@ from dataclasses import dataclass
 
 from halo.analysis.simplify import simplify
 from halo.backends.cuda import vectors
-from halo.backends.cuda.tensor_calls import CudaContext, CudaOperand, emit_tensor_call
+from halo.backends.cuda.tensor_calls import (
+    CudaContext,
+    CudaOperand,
+    CudaPipeline,
+    emit_tensor_call,
+)
 from halo.errors import InternalError, ScheduleError
 from halo.ir import nodes as n
 from halo.ir.substitute import uses_var
@@ -236,6 +241,9 @@ class _Emitter:
         # and the values of names the kernel doesn't declare (its scalar parameters)
         self.aligned_buffers: frozenset[str] = frozenset()
         self.assumed: dict[str, n.Expr] = {}
+        # per serial loop being written, the declarations its pipelined tensor calls
+        # carry across its iterations (written before the loop)
+        self.carried: list[list[str]] = []
 
     # ------------------------------------------------------------------ statements
 
@@ -335,6 +343,8 @@ class _Emitter:
             case n.For(kind=n.ForKind.GPU_BLOCK):
                 self.block_index(s)
             case n.For(name=name, min=lo, extent=extent, kind=kind, body=body):
+                at, depth = len(self.lines), self.depth
+                self.carried.append([])
                 if kind is n.ForKind.UNROLLED:
                     self.line("#pragma unroll")
                 v, lo_c = self.names(name), self.expr(lo)
@@ -343,6 +353,7 @@ class _Emitter:
                 self.declared[-1][name] = None
                 self.stmt(body)
                 self.close()
+                self.lines[at:at] = ["    " * depth + x for x in self.carried.pop()]
             case n.Store(value=n.Call(name=name)) if name == GPU_ASYNC_COPY:
                 self.async_store(s)
             case n.Store(index=index) if vectors.lanes_of(index) > 1:
@@ -415,8 +426,35 @@ class _Emitter:
                 f"{self.block[0]} threads wide along x, which is not a multiple of 32, so "
                 "its warps would straddle rows of threads; make every thread loop bound to x "
                 "in this kernel 32 (or a multiple of 32) wide")
+        pipeline = None
+        if call.first is not None:  # pipelined with its loop (pipeline_tensor_calls.py)
+            pipeline = CudaPipeline(_strip(self.expr(call.first)),
+                                    self._operands(call, call.ahead),
+                                    [self.render(x) for x in _statements(call.overlap)],
+                                    self.render(call.handoff),
+                                    self.carried[-1])
+        ctx = CudaContext(call.name, call.part, self._operands(call, call.operands),
+                          self.arch, "((int)threadIdx.x & 31)" if warp else "0", self._fresh,
+                          pipeline)
+        emit_tensor_call(call.intrinsic.emitter(call.part), ctx)
+        for header in ctx.includes:
+            if header not in self.includes:
+                self.includes.append(header)
+        self.line(f"// {call.name} ({call.part})")
+        self.open("")
+        if warp:
+            self.line("__syncwarp();")
+        for text in ctx.body():
+            self.line(text)
+        if warp:
+            self.line("__syncwarp();")
+        self.close()
+
+    def _operands(self, call: n.TensorCall, elements: Sequence[n.Expr]) -> list[CudaOperand]:
+        """The call's operands at `elements` (its operands, or those of its loop's next
+        iteration), for its emitter."""
         operands = []
-        for name, element, strides in zip(call.operand_names, call.operands, call.strides,
+        for name, element, strides in zip(call.operand_names, elements, call.strides,
                                           strict=True):
             if not isinstance(element, n.Load):
                 raise InternalError(f"tensor call {call.name}: operand {name} is not flat")
@@ -432,21 +470,18 @@ class _Emitter:
                 int(index.value) if scope == "warp" and isinstance(index, n.Const) else None,
                 self.sizes.get(element.name), self._alignment(element.name, element.type,
                                                               index)))
-        ctx = CudaContext(call.name, call.part, operands, self.arch,
-                          "((int)threadIdx.x & 31)" if warp else "0", self._fresh)
-        emit_tensor_call(call.intrinsic.emitter(call.part), ctx)
-        for header in ctx.includes:
-            if header not in self.includes:
-                self.includes.append(header)
-        self.line(f"// {call.name} ({call.part})")
+        return operands
+
+    def render(self, s: n.Stmt) -> list[str]:
+        """The C lines of `s` in a scope of their own, for a tensor call's emitter to
+        place."""
+        lines, depth = self.lines, self.depth
+        self.lines, self.depth = [], 0
         self.open("")
-        if warp:
-            self.line("__syncwarp();")
-        for text in ctx.lines:
-            self.line(text)
-        if warp:
-            self.line("__syncwarp();")
+        self.stmt(s)
         self.close()
+        rendered, self.lines, self.depth = self.lines, lines, depth
+        return rendered
 
     def _fresh(self, base: str) -> str:
         return self.names(self._fresh_name(base))
@@ -723,6 +758,11 @@ def _replace_load(e: n.Expr, old: n.Load, new: n.Var) -> n.Expr:
 
 def _is_zero(e: n.Expr) -> bool:
     return isinstance(e, n.Const) and e.value == 0
+
+
+def _statements(s: n.Stmt | None) -> tuple[n.Stmt, ...]:
+    """The statements of a block, in order (none for None)."""
+    return () if s is None else s.stmts if isinstance(s, n.Block) else (s,)
 
 
 def _strip(text: str) -> str:

@@ -30,6 +30,19 @@ the 32 lanes of a warp together (`ctx.lane` is the lane's index), with a `__sync
 before and after it; a thread-scoped one on one thread. The emitter must read and write
 only the elements the spec reads and writes, and do exactly what the spec says: tensorize
 trusts it.
+
+A call that is the last phase of a serial k loop may be pipelined with it
+(`lower/pipeline_tensor_calls.py`; `ctx.pipelined`): the barrier that opened each
+iteration (`cp.async` copies landed, the last step's reads done) is the call's
+`ctx.handoff()`, and the loop's other work (the copies of a later step) its
+`ctx.overlap(part)`, in `ctx.overlap_parts` parts (the work's statements, in order). An
+emitter that pipelines writes them where it wants them, each once on every path through
+its code: the parts in order and before the handoff, and operands of the next
+iteration (`ctx.operand(name, ahead=True)`) read only after the handoff; registers that
+live from one iteration to the next are declared with `ctx.carry(declaration)` (before
+the loop), and `ctx.first` is the C condition of the loop's first iteration, where
+nothing was loaded ahead. An emitter that calls neither gets the overlap before its code
+and the handoff after it.
 """
 from __future__ import annotations
 
@@ -63,13 +76,25 @@ class CudaOperand:
         return len(self.strides)
 
 
+@dataclass(frozen=True)
+class CudaPipeline:
+    """What a call pipelined with its loop gets (see the module): the C condition of the
+    loop's first iteration, the operands of its next iteration, the lines of the loop's
+    other work and of the handoff, and where declarations carried across iterations go."""
+    first: str
+    ahead: Sequence[CudaOperand]
+    overlap: list[list[str]]
+    handoff: list[str]
+    carried: list[str]
+
+
 class CudaContext:
     """What an intrinsic's emitter writes its CUDA C with."""
 
     backend = "cuda"
 
     def __init__(self, intrinsic: str, part: str, operands: Sequence[CudaOperand], arch: str,
-                 lane: str, fresh: Callable[[str], str]):
+                 lane: str, fresh: Callable[[str], str], pipeline: CudaPipeline | None = None):
         self.intrinsic = intrinsic
         self.part = part  # "init", "update" or "emit": the spec's definition to compute
         self.arch = arch  # "sm_90"
@@ -78,13 +103,75 @@ class CudaContext:
         self.includes: list[str] = []
         self._fresh = fresh
         self._operands = {op.name: op for op in operands}
+        self._pipeline = pipeline
+        self._ahead = {op.name: op for op in pipeline.ahead} if pipeline else {}
+        self._placed: list[str | int] = []  # the overlap's parts and "handoff" written
 
-    def operand(self, name: str) -> CudaOperand:
-        """The operand the spec calls `name`."""
+    def operand(self, name: str, ahead: bool = False) -> CudaOperand:
+        """The operand the spec calls `name`; with `ahead`, at the loop's next iteration
+        (a pipelined call only)."""
         if name not in self._operands:
             raise ScheduleError(f"intrinsic {self.intrinsic}: its emitter asked for operand "
                                 f"{name!r}; its spec's buffers are {', '.join(self._operands)}")
+        if ahead:
+            return self._ahead[name] if self.pipelined else self._not_pipelined("operand")
         return self._operands[name]
+
+    @property
+    def pipelined(self) -> bool:
+        """Whether the call is pipelined with its loop (the module)."""
+        return self._pipeline is not None
+
+    @property
+    def first(self) -> str:
+        """The C condition of the loop's first iteration (a pipelined call only)."""
+        return self._pipeline.first if self._pipeline else self._not_pipelined("first")
+
+    def carry(self, declaration: str) -> None:
+        """Declare C variables that live across the loop's iterations (before the loop)."""
+        if self._pipeline is None:
+            self._not_pipelined("carry")
+        self._pipeline.carried.append(declaration)
+
+    @property
+    def overlap_parts(self) -> int:
+        """How many parts the loop's other work has (a pipelined call only)."""
+        if self._pipeline is None:
+            self._not_pipelined("overlap_parts")
+        return len(self._pipeline.overlap)
+
+    def overlap(self, part: int) -> None:
+        """Write part `part` of the loop's other work here (a pipelined call only)."""
+        if self._pipeline is None:
+            self._not_pipelined("overlap")
+        self._placed.append(part)
+        self.lines.extend(self._pipeline.overlap[part])
+
+    def handoff(self) -> None:
+        """Write the handoff here: after it, the next iteration's operands may be read."""
+        if self._pipeline is None:
+            self._not_pipelined("handoff")
+        self._placed.append("handoff")
+        self.lines.extend(self._pipeline.handoff)
+
+    def _not_pipelined(self, what: str):
+        raise ScheduleError(f"intrinsic {self.intrinsic}: its emitter asked for {what}, but "
+                            "this call is not pipelined with a loop (check ctx.pipelined)")
+
+    def body(self) -> list[str]:
+        """The call's lines, with the overlap and handoff where the emitter left them out
+        (before and after its code)."""
+        if self._pipeline is None:
+            return self.lines
+        if not self._placed:
+            return [*(x for part in self._pipeline.overlap for x in part), *self.lines,
+                    *self._pipeline.handoff]
+        if set(self._placed) != {*range(len(self._pipeline.overlap)), "handoff"}:
+            raise ScheduleError(f"intrinsic {self.intrinsic}: its emitter placed only "
+                                f"{sorted(map(str, set(self._placed)))} of the overlap parts "
+                                f"0-{len(self._pipeline.overlap) - 1} and the handoff of its "
+                                "pipelined loop; place all of them, or none")
+        return self.lines
 
     def address(self, op: CudaOperand, *coords: int | str) -> str:
         """A C pointer to the element the spec calls `op[coords]` (ints or C expressions;

@@ -16,7 +16,7 @@ import halo
 from apps import matmul
 from halo import intrinsics
 from halo.backends.cuda.cuda_c import PRELUDE
-from halo.backends.cuda.tensor_calls import CudaContext, CudaOperand
+from halo.backends.cuda.tensor_calls import CudaContext, CudaOperand, CudaPipeline
 from halo.ir import nodes as n
 from halo.ir.visitor import walk
 
@@ -278,6 +278,78 @@ def test_mma_reads_fragments_by_ldmatrix_where_lowering_proved_it_may(scope, ali
     assert ("ldmatrix" in text) == (expect in ("ldmatrix", "test")), text
     assert ("__half_as_ushort" in text) == (expect in ("elements", "test")), text
     assert ("& 15) == 0" in text or "% 8 == 0" in text) == (expect == "test"), text
+
+
+# ------------------------------------------------- pipelined with the k loop
+
+
+def pipelined_context(mma, parts=3):
+    """A CudaContext for `mma`'s update pipelined with its loop: operands in shared
+    memory (the next iteration's one slot on), the overlap in `parts` parts."""
+    def operand(name, t, pointer, stride):
+        return CudaOperand(name, name.upper(), t, "x", "shared", pointer, (str(stride), "1"),
+                           (stride, 1), alignment=16)
+    now = [operand(f"{mma.name}_spec", halo.float32, "(ACC + 0)", 64),
+           operand(f"{mma.name}_a", halo.float16, "(A + slot)", 72),
+           operand(f"{mma.name}_b", halo.float16, "(B + slot)", 136)]
+    ahead = [op if op.name.endswith("spec") else
+             CudaOperand(op.name, op.buffer, op.type, op.c_type, op.scope,
+                         op.pointer.replace("slot", "next_slot"), op.strides,
+                         op.constant_strides, alignment=16) for op in now]
+    pipeline = CudaPipeline("ko == 0", ahead, [[f"part{p};"] for p in range(parts)],
+                            ["wait;", "barrier;"], [])
+    return CudaContext("k", "update", now, "sm_90", "lane", lambda b: b, pipeline), pipeline
+
+
+def test_mma_pipelined_with_its_loop_loads_the_next_steps_first_fragments_after_the_handoff():
+    mma = intrinsics.mma_f16_f32(32, 32, 64)  # 4 steps of 16
+    ctx, pipeline = pipelined_context(mma)
+    mma.emitter("update")(ctx)
+    text = "\n".join(ctx.body())
+    # the fragment registers live across iterations: declared before the loop
+    assert len(pipeline.carried) == 1 and pipeline.carried[0].startswith("unsigned a")
+    assert "unsigned a" not in text
+    # the first iteration loads its own first step; later ones were loaded ahead
+    first, steps = text.split("#pragma unroll")
+    assert "(A + slot)" in first.split("if (ko == 0) {")[1]
+    # the copies spread over the steps before the last, in order; then the handoff, and
+    # only after it the next slots' first fragments
+    at = [re.search(rf"if \(k == {16 * p}\) {{\s*part{p};", text).start() for p in range(3)]
+    assert at == sorted(at)
+    assert re.search(r"} else {\s*wait;\s*barrier;", steps), steps
+    assert "next_slot" not in text.split("barrier;")[0]
+    assert "next_slot" in text.split("barrier;")[1]
+    assert text.count("part") == 3 and text.count("barrier;") == 1
+
+
+@pytest.mark.parametrize("depth", [16, 32, 48])
+def test_mma_of_fewer_or_an_odd_number_of_steps_leaves_its_loop_as_it_was(depth):
+    """2 steps measured slower pipelined, and an odd number would load the next call's
+    first fragments into the set the last step reads: the CUDA backend puts the overlap
+    before the call's code and the handoff after it, the loop's order with the barrier
+    moved to the end of the iteration before."""
+    mma = intrinsics.mma_f16_f32(32, 32, depth)
+    ctx, pipeline = pipelined_context(mma, parts=2)
+    mma.emitter("update")(ctx)
+    body = ctx.body()
+    assert body[:2] == ["part0;", "part1;"] and body[-2:] == ["wait;", "barrier;"]
+    assert not pipeline.carried and "next_slot" not in "\n".join(body)
+
+
+def test_a_pipelined_context_refuses_what_it_cant_do():
+    mma = intrinsics.mma_f16_f32(32, 32, 64)
+    ctx, _ = pipelined_context(mma, parts=2)
+    ctx.overlap(0)
+    ctx.handoff()
+    with pytest.raises(halo.ScheduleError, match=r"placed only \['0', 'handoff'\] of the "
+                                                 r"overlap parts 0-1 and the handoff"):
+        ctx.body()
+    a = CudaOperand("a", "A", halo.float16, "__half", "shared", "A", ("8", "1"), (8, 1))
+    plain = CudaContext("k", "update", [a], "sm_90", "lane", lambda b: b)
+    for use in (lambda: plain.first, lambda: plain.handoff(), lambda: plain.carry("int x;"),
+                lambda: plain.operand("a", ahead=True), lambda: plain.overlap(0)):
+        with pytest.raises(halo.ScheduleError, match="not pipelined with a loop"):
+            use()
 
 
 # -------------------------------------------------------------------- refusals
