@@ -21,7 +21,7 @@ import numpy as np
 
 from halo.autoschedule.algorithm import SERIAL_DIVISIONS, Algorithm, StageModel, extent, union
 from halo.autoschedule.loop_nest import FuncNest, decision_of, points, site_box
-from halo.autoschedule.space import INLINE, Decision
+from halo.autoschedule.space import AT, INLINE, Decision
 
 LINE = 64  # bytes per cache line
 # The L3 a core can count on: a server part gives each core a slice of a shared L3
@@ -31,6 +31,7 @@ LINE = 64  # bytes per cache line
 # (1.9-2.2x its hand schedule; with this share, 1.4x).
 L3_PER_CORE = 2 << 20
 ACCESS_CLASSES = ("broadcast", "dense", "strided", "gather")
+LEVELS = ("l1", "l2", "l3", "dram")  # where bytes are read from, nearest first
 # Cycles per operation, scalar; a vector instruction does `lanes` of them.
 OP_CYCLES = {"Add": 1, "Sub": 1, "Mul": 1, "Min": 1, "Max": 1, "Select": 1, "Cast": 1,
              "Div_float": 4, "Mod_float": 8, "Div_int": 8, "Mod_int": 8, "EQ": 1, "NE": 1,
@@ -165,8 +166,16 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
                 footprints = _footprints(alg, decisions, s,
                                          site_box(alg, name, s.index, nest, depth))
                 depth += 1
+            # What a Func computed inside the same iteration read just before (gray, then
+            # output, reading one tile of unsharp's image) is still in the cache the
+            # iteration's reads fit in.
+            before = _read_inside(alg, decisions, func_nests, name, s.index, depth - 1)
+            iteration = _line_bytes(alg, footprints) + sum(
+                _bytes_of(alg, a, region) for a, region in before.values())
             for a, region, most in footprints.values():
                 level = _level(_home_bytes(alg, func_nests, a), cache_bytes)
+                if a.callee in before and _covers(before[a.callee][1], region):
+                    level = min(level, _level(iteration, cache_bytes), key=LEVELS.index)
                 read_by_level[level] += _lines(alg, a, region, most) * LINE * times
             full = prod(extent(alg.full_regions[name])) * (
                 prod(r[2] for r in s.rvars) if s.rvars else 1)
@@ -298,6 +307,32 @@ def _register_tile(loops) -> dict:
     for lp in _reg_tile_loops(loops):
         reuse[lp.var] = reuse.get(lp.var, 1) * lp.trips  # a split's loops multiply
     return reuse
+
+
+def _read_inside(alg: Algorithm, decisions: dict[str, Decision],
+                 func_nests: dict[str, FuncNest], func: str, stage: int, loop: int) -> dict:
+    """Per buffer, (an access, the union of the regions) that the Funcs computed inside
+    one iteration of loop `loop` of `func`'s stage (at it or at a loop inside it; inside
+    the stage's realization where `loop` is -1) read there, over their first
+    realization."""
+    out: dict = {}
+    for g, decision in decisions.items():
+        p = decision.placement
+        if p.kind != AT or p.consumer != func or p.stage != stage or p.loop < loop or \
+                g not in func_nests:
+            continue
+        for gs in alg.funcs[g].stages:
+            box = alg.stage_box(gs, func_nests[g].region)
+            for a, region, _ in _footprints(alg, decisions, gs, box).values():
+                _, old = out.get(a.callee, (a, None))
+                out[a.callee] = (a, union(old, region))
+    return out
+
+
+def _covers(outer, inner) -> bool:
+    """Whether region `outer` holds region `inner` (boxes of (lo, hi) per dimension)."""
+    return outer is not None and inner is not None and len(outer) == len(inner) and all(
+        lo <= ilo and ihi <= hi for (lo, hi), (ilo, ihi) in zip(outer, inner, strict=True))
 
 
 def _footprints(alg: Algorithm, decisions: dict[str, Decision], s: StageModel,
