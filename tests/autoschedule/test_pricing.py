@@ -16,7 +16,7 @@ from apps import conv_relu, matmul, softmax, unsharp
 from halo.autoschedule import _algorithm
 from halo.autoschedule.algorithm import Algorithm
 from halo.autoschedule.cost_model import default_model
-from halo.autoschedule.features import SERIAL_CYCLES, stage_features
+from halo.autoschedule.features import SERIAL_CYCLES, TERMS, cost_terms, stage_features
 from halo.autoschedule.loop_nest import nests
 from halo.autoschedule.reductions import rfactor_variants
 from halo.autoschedule.search import Machine, Search, State, _nest_options, rollout
@@ -443,3 +443,24 @@ def test_what_a_func_inside_the_same_tile_just_read_comes_from_the_cache():
     image_bytes = 3 * 1536 * 2560 * 4
     assert per_tile.get("dram", 0) == 0 and per_tile["l2"] >= image_bytes
     assert at_root["dram"] >= image_bytes
+
+
+def test_a_vector_twice_the_natural_width_loads_as_two():
+    """On 16 lanes, 32 lanes of a float are two registers: two loads, as two vectors of
+    16 (it was charged one, which made unsharp's 32-lane stages look cheaper)."""
+    f = _unsharp_features()
+    loads = TERMS.index("loads")
+    terms = {lanes: cost_terms([replace(f, vector_lanes=lanes)], 1, 16)[loads]
+             for lanes in (8, 16, 32)}
+    assert terms[32] == terms[16] < terms[8]
+
+
+def _unsharp_features():
+    with halo.NameScope():
+        image, out, _ = unsharp.algorithm()
+    shape = (3, 64, 64)
+    alg = _algorithm(Environment.of([out]), {image: shape, out: shape}, None)
+    decisions = {name: Decision(Placement(INLINE)) for name in alg.funcs}
+    decisions["output"] = Decision(Placement(ROOT), Nest((WHOLE, WHOLE, WHOLE), 16))
+    found = nests(alg, decisions)
+    return stage_features(alg, decisions, found, 1, 16, (32 << 10, 1 << 20, 16 << 20))[0]
