@@ -289,9 +289,13 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
         pipelined = ctx.pipelined and steps_of_16 % 2 == 0 and steps_of_16 >= 4
         ahead = (ctx.operand(a.name, ahead=True), ctx.operand(b.name, ahead=True)) \
             if pipelined else ()
+        tests = [_ldmatrix_tests(op) for op in (*now, *ahead)]
+        if pipelined and None not in tests and any(tests):
+            # ldmatrix or not is decided when it runs, each warp in a branch of its own:
+            # the handoff's barrier must not be inside one
+            pipelined, ahead, tests = False, (), tests[:2]
         acc.load()
         g, t = _lane_parts(ctx)
-        tests = [_ldmatrix_tests(op) for op in (*now, *ahead)]
 
         def fragments(matrix_loads: bool, ops, left: str, right: str, step: str) -> None:
             """Loads the fragments of A and B (`ops`) of the k step of 16 at `step` into
