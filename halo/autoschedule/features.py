@@ -204,8 +204,7 @@ def cost_terms(features: list[StageFeatures], cores: int, natural_lanes: int) ->
         memory_speedup = min(speedup, 2.0)
         rows += np.array([
             f.points * (f.op_cycles / efficiency + f.serial_cycles) / speedup,
-            # (a vector of twice the natural width is two loads, as its lanes are two
-            # registers: unsharp's 32-lane blurs ran 1.35x their 16-lane ones)
+            # (a vector of twice the natural width is two registers: two loads)
             f.points * f.loads_per_vector / max(1, min(f.vector_lanes, natural_lanes)) / speedup,
             f.points * f.access_classes["gather"] / speedup,
             level.get("l1", 0) / speedup, level.get("l2", 0) / speedup,

@@ -136,7 +136,8 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
             out.append(f"{pad}atomic:")
             _stmt(b, ind + 1, out)
         case n.TensorCall(name=name, part=part, operand_names=names, operands=ops,
-                          strides=strides, ahead=ahead, first=first):
+                          strides=strides, ahead=ahead, first=first, overlap=overlap,
+                          handoff=handoff):
             args = [f"{nm}={expr_to_str(o)}" for nm, o in zip(names, ops, strict=True)]
             if strides:
                 args = [f"{a} strides ({', '.join(expr_to_str(x) for x in st)})"
@@ -147,8 +148,8 @@ def _stmt(s: n.Stmt, ind: int, out: list[str]) -> None:
                                   for nm, o in zip(names, ahead, strict=True))
                 out.append(f"{pad}  pipelined with its loop (first iteration: "
                            f"{expr_to_str(first)}; next: {nexts})")
-                for label, part_stmt in (("after its first step", s.overlap),
-                                         ("before it reads the next", s.handoff)):
+                for label, part_stmt in (("after its first step", overlap),
+                                         ("before it reads the next", handoff)):
                     if part_stmt is not None:
                         out.append(f"{pad}  {label}:")
                         _stmt(part_stmt, ind + 2, out)

@@ -447,20 +447,13 @@ def test_what_a_func_inside_the_same_tile_just_read_comes_from_the_cache():
 
 def test_a_vector_twice_the_natural_width_loads_as_two():
     """On 16 lanes, 32 lanes of a float are two registers: two loads, as two vectors of
-    16 (it was charged one, which made unsharp's 32-lane stages look cheaper)."""
-    f = _unsharp_features()
+    16 (it was charged one)."""
+    with halo.NameScope():
+        image, out, _ = unsharp.algorithm()
+    shape = (3, 64, 64)
+    f, = _root_features(out, {image: shape, out: shape}, Nest((WHOLE, WHOLE, WHOLE), 16))
     loads = TERMS.index("loads")
     terms = {lanes: cost_terms([replace(f, vector_lanes=lanes)], 1, 16)[loads]
              for lanes in (8, 16, 32)}
     assert terms[32] == terms[16] < terms[8]
 
-
-def _unsharp_features():
-    with halo.NameScope():
-        image, out, _ = unsharp.algorithm()
-    shape = (3, 64, 64)
-    alg = _algorithm(Environment.of([out]), {image: shape, out: shape}, None)
-    decisions = {name: Decision(Placement(INLINE)) for name in alg.funcs}
-    decisions["output"] = Decision(Placement(ROOT), Nest((WHOLE, WHOLE, WHOLE), 16))
-    found = nests(alg, decisions)
-    return stage_features(alg, decisions, found, 1, 16, (32 << 10, 1 << 20, 16 << 20))[0]

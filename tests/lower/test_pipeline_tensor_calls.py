@@ -3,16 +3,21 @@
 the operands of the next iteration its `ahead`), and where it must not be."""
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 import halo
 from apps import matmul
 from halo import intrinsics
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str, stmt_to_str
-from halo.ir.visitor import walk
+from halo.ir.visitor import rewrite, walk
 from halo.lang.environment import Environment
 from halo.lower.double_buffering import GPU_ASYNC_COMMIT, GPU_ASYNC_COPY, GPU_ASYNC_WAIT
 from halo.lower.fuse_gpu_thread_loops import SYNC_THREADS
 from halo.lower.pipeline import lower
+from halo.lower.pipeline_tensor_calls import pipeline_tensor_calls
 
 CUDA = halo.Target("cuda", arch="sm_90")
 
@@ -92,10 +97,43 @@ def test_accumulators_in_shared_memory_keep_their_barrier():
         assert [s.value.name for s in loop.body.stmts[:2]] == [GPU_ASYNC_WAIT, SYNC_THREADS]
 
 
-def test_a_loop_without_copies_in_flight_is_left_alone():
-    """One stage: the panels are written as the loop runs (no cp.async groups to wait
-    for), with a barrier between the copies and the call: nothing to pipeline."""
-    stmt = lowered(matmul.gpu_schedule_tensor_core, depth=16, stages=1)
-    calls = [x for x in walk(stmt) if isinstance(x, n.TensorCall)]
-    assert calls and all(c.first is None for c in calls)
-    assert not calls_named(stmt, GPU_ASYNC_WAIT)
+def _barrier_in_the_work(loop: n.For) -> n.For:
+    wait, barrier, *work, chain = loop.body.stmts
+    return replace(loop, body=n.block(wait, barrier, work[0], barrier, *work[1:], chain))
+
+
+def _half_the_warps(loop: n.For) -> n.For:
+    *rest, chain = loop.body.stmts
+    return replace(loop, body=n.block(*rest, replace(chain, extent=n.const(
+        chain.extent.value // 2))))
+
+
+def _an_operand_moving_with_the_loop(loop: n.For) -> n.For:
+    def moved(x):
+        if not isinstance(x, n.TensorCall):
+            return None
+        a = x.operands[1]
+        index = n.Add(a.index, n.Mul(n.Var(loop.name), n.const(64)))
+        return replace(x, operands=(x.operands[0], replace(a, index=index), *x.operands[2:]))
+    return rewrite(loop, moved)
+
+
+@pytest.mark.parametrize(("change", "pipelined"), [
+    (lambda loop: loop, True), (_barrier_in_the_work, False), (_half_the_warps, False),
+    (_an_operand_moving_with_the_loop, False)],
+    ids=["as lowered", "a barrier among the copies", "warps of half the block",
+         "an operand not in a slot"])
+def test_a_k_loop_is_pipelined_only_where_that_is_sound(change, pipelined):
+    """The steady k loop of the register tensor-core matmul as the passes before leave it,
+    changed: a barrier of its own among the copies (they may not move past it), thread
+    loops around the call that leave part of the block out (some threads would never
+    reach the handoff's barrier), an operand whose index moves with the loop other than
+    through its slot (the last iteration would read ahead past the buffer)."""
+    *_, C, funcs = matmul.algorithm_fp16()
+    matmul.gpu_schedule_tensor_core(funcs)
+    stmt = lower(Environment.of([C]), CUDA, skip=("pipeline_tensor_calls",)).stmt
+    loop = k_loops(stmt)[0]
+    stmt = rewrite(stmt, lambda x: change(x) if x is loop else None)
+    calls = [x for x in walk(k_loops(pipeline_tensor_calls(stmt, None))[0])
+             if isinstance(x, n.TensorCall)]
+    assert len(calls) == 1 and (calls[0].first is not None) == pipelined
