@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.gpu_rows import rows_of_threads
 from apps.numpy_check import check_and_time
 
 STRIP_ROWS = 32
@@ -92,15 +93,19 @@ def schedule(funcs) -> None:
         funcs[name].store_at(output, yo).compute_at(output, yi).vectorize(x, vector())
 
 
-def gpu_schedule(funcs, rows: int = 8, columns: int = 32) -> None:
-    """For target 'cuda': blocks of `rows` x `columns` threads; gray, Ix and Iy per block
-    in shared memory (filled by the block's threads), the structure tensor and response
-    inline."""
-    y, x, yo, xo, yi, xi = halo.vars("y x yo xo yi xi")
+def gpu_schedule(funcs, rows: int = 32, columns: int = 64, thread_rows: int = 8) -> None:
+    """For target 'cuda': tiles of `rows` x `columns` pixels a block, `thread_rows` rows
+    of threads a block, each thread computing every `thread_rows`-th row of its column.
+    gray, Ix and Iy per block in shared memory, filled the same way (the block's threads
+    span their margins across x, and walk down their regions); the structure tensor and
+    the response inline."""
+    y, x, yo, xo, yi, xi, ys, yt = halo.vars("y x yo xo yi xi ys yt")
     output = funcs["output"]
-    output.gpu_tile(y, x, yo, xo, yi, xi, rows, columns)
+    output.split(y, yo, yi, rows).split(x, xo, xi, columns) \
+        .split(yi, ys, yt, thread_rows).reorder(yo, xo, ys, yt, xi) \
+        .gpu_blocks(yo, xo).gpu_threads(yt, xi)
     for name in ("gray", "Ix", "Iy"):
-        funcs[name].compute_at(output, xo).store_in("shared").gpu_threads(y, x)
+        rows_of_threads(funcs[name].compute_at(output, xo).store_in("shared"), thread_rows)
 
 
 def numpy_harris(image: np.ndarray) -> np.ndarray:

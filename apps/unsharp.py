@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
+from apps.gpu_rows import rows_of_threads
 from apps.numpy_check import check_and_time
 
 TILE_ROWS, TILE_COLUMNS, VECTOR = 32, 256, 8
@@ -82,18 +83,21 @@ def schedule(funcs) -> None:
         funcs[name].compute_at(output, xo).vectorize(funcs[name].args[-1], VECTOR)
 
 
-def gpu_schedule(funcs, rows: int = 8, columns: int = 64) -> None:
-    """For target 'cuda': blocks of `rows` x `columns` threads, the three channels of a
-    pixel in one thread; gray and blur_y per block in shared memory (filled by the
-    block's threads, one point each: their regions, with the blur's margins, must stay
-    within 1024 threads), ratio per pixel in registers, the rest inline."""
-    c, y, x, yo, xo, yi, xi = halo.vars("c y x yo xo yi xi")
+def gpu_schedule(funcs, rows: int = 32, columns: int = 64, thread_rows: int = 8) -> None:
+    """For target 'cuda': tiles of `rows` x `columns` pixels a block, `thread_rows` rows
+    of threads a block, each thread computing every `thread_rows`-th row of its column
+    (the three channels of a pixel in one thread). gray and blur_y per block in shared
+    memory, filled the same way: the block's threads span the blur's margins across x
+    (`columns` + 6), and walk down their regions `thread_rows` rows at a time, so the
+    margins in y cost 6 / `rows` of gray's work, not one thread each. ratio per pixel in
+    registers, the rest inline."""
+    c, y, x, yo, xo, yi, xi, ys, yt = halo.vars("c y x yo xo yi xi ys yt")
     output = funcs["output"]
-    output.bound(c, 0, 3).gpu_tile(y, x, yo, xo, yi, xi, rows, columns) \
-        .reorder(yo, xo, yi, xi, c)
-    output.unroll(c)
+    output.bound(c, 0, 3).split(y, yo, yi, rows).split(x, xo, xi, columns) \
+        .split(yi, ys, yt, thread_rows).reorder(yo, xo, ys, yt, xi, c) \
+        .gpu_blocks(yo, xo).gpu_threads(yt, xi).unroll(c)
     for name in ("gray", "blur_y"):
-        funcs[name].compute_at(output, xo).store_in("shared").gpu_threads(y, x)
+        rows_of_threads(funcs[name].compute_at(output, xo).store_in("shared"), thread_rows)
     funcs["ratio"].compute_at(output, xi)
 
 

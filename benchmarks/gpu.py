@@ -325,11 +325,11 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
             (lambda: harris.numpy_harris(image))
         check = eager()
         variants = {"torch eager": eager}
-        for tile in ((8, 32), (16, 32), (8, 64)):  # (a producer's thread a point: <= 1024)
+        for tile in ((32, 32, 8), (16, 64, 8), (32, 64, 4)):
             other, _ = _halo(app, lambda f: f["output"],
                              lambda f, t=tile: app.gpu_schedule(f, *t))
-            variants[f"halo, blocks of {tile[0]} x {tile[1]} threads"] = _variant(
-                other, out, image=image)
+            variants[f"halo, tiles of {tile[0]} x {tile[1]}, {tile[2]} rows of threads"] = \
+                _variant(other, out, image=image)
         moved, flops = (image.numel() + out.numel()) * 4, None
     else:
         raise SystemExit(f"unknown case {name}")

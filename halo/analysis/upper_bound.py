@@ -5,7 +5,15 @@ by weakening the mins and maxes in `e`: min(a, b) <= a and <= b, max(a, b) >= a 
 It tries the combinations (a bounded number of them), simplifies each, and keeps the
 constants. This is what makes the extent of a tile's region, e.g.
 `min(t + 7, n - 1) - max(t, 0) + 1`, bounded by 8 (the tile width), so the tile can live
-on the stack. Assumes no overflow (as the simplifier does).
+on the stack.
+
+Weakening alone loses where the same term sits on both sides of a subtraction inside
+mins and maxes, as in the region of a tile split again inside a clipped tile:
+`max(b + min(n - b, 24) + 7, min(b + 31, n)) - b`. So it first lifts the mins and maxes
+above the sums, differences and constant multiples (`max(x, y) - b` is
+`max(x - b, y - b)`), where each leaf simplifies on its own (`b + 7 - b` is 7), and then
+bounds the leaves: min(a, b) <= the smaller bound found, max(a, b) <= the larger of both.
+Assumes no overflow (as the simplifier does).
 """
 from __future__ import annotations
 
@@ -15,12 +23,123 @@ from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
 
 _MAX_CANDIDATES = 32
+_MAX_LIFTED_NODES = 4096
 
 
 def constant_upper_bound(e: n.Expr) -> int | None:
     """The smallest constant upper bound of `e` found, or None."""
     found = [c.value for c in (simplify(x) for x in _upper(e)) if isinstance(c, n.Const)]
+    for lifted in (_lifted_bound(e), _lifted_bound(_opaque_shared_terms(e))):
+        if lifted is not None:
+            found.append(lifted)
     return int(min(found)) if found else None
+
+
+def _opaque_shared_terms(e: n.Expr) -> n.Expr:
+    """`e` with each min or max that it both adds and subtracts (a tile's clipped start
+    `b` in `max(b + x, ...) - b`) replaced by a variable, so that lifting cancels it
+    rather than splitting it into terms that don't."""
+    signs: dict[n.Expr, set[int]] = {}
+    _collect_signs(e, 1, signs)
+    shared = {t: n.Var(f"_upper_bound_term{i}", t.type)
+              for i, t in enumerate(t for t, s in signs.items() if len(s) == 2)}
+    return _replaced(e, shared) if shared else e
+
+
+def _collect_signs(e: n.Expr, sign: int, signs: dict[n.Expr, set[int]]) -> None:
+    match e:
+        case n.Min(a=a, b=b) | n.Max(a=a, b=b):
+            signs.setdefault(e, set()).add(sign)
+            _collect_signs(a, sign, signs)
+            _collect_signs(b, sign, signs)
+        case n.Add(a=a, b=b):
+            _collect_signs(a, sign, signs)
+            _collect_signs(b, sign, signs)
+        case n.Sub(a=a, b=b):
+            _collect_signs(a, sign, signs)
+            _collect_signs(b, -sign, signs)
+        case n.Mul(a=a, b=n.Const(value=c)):
+            _collect_signs(a, sign if c >= 0 else -sign, signs)
+
+
+def _replaced(e: n.Expr, terms: dict[n.Expr, n.Expr]) -> n.Expr:
+    if e in terms:
+        return terms[e]
+    match e:
+        case n.Min(a=a, b=b) | n.Max(a=a, b=b) | n.Add(a=a, b=b) | n.Sub(a=a, b=b):
+            return type(e)(_replaced(a, terms), _replaced(b, terms))
+        case n.Mul(a=a, b=n.Const() as c):
+            return n.Mul(_replaced(a, terms), c)
+    return e
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _lifted_bound(e: n.Expr) -> int | None:
+    """The bound of `e` with its mins and maxes lifted to the top, or None."""
+    budget = [_MAX_LIFTED_NODES]
+    try:
+        return _bound_of_lifted(_lift(e, budget))
+    except _TooBig:
+        return None
+
+
+def _bound_of_lifted(e: n.Expr) -> int | None:
+    match e:
+        case n.Min(a=a, b=b):
+            found = [x for x in (_bound_of_lifted(a), _bound_of_lifted(b)) if x is not None]
+            return min(found) if found else None
+        case n.Max(a=a, b=b):
+            x, y = _bound_of_lifted(a), _bound_of_lifted(b)
+            return None if x is None or y is None else max(x, y)
+    leaf = simplify(e)
+    if isinstance(leaf, n.Const):
+        return int(leaf.value)
+    found = [c.value for c in (simplify(x) for x in _upper(leaf)) if isinstance(c, n.Const)]
+    return int(min(found)) if found else None
+
+
+_FLIPPED = {n.Min: n.Max, n.Max: n.Min}
+
+
+def _lift(e: n.Expr, budget: list[int]) -> n.Expr:
+    """`e` with no min or max under a sum, a difference or a constant multiple."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    match e:
+        case n.Min(a=a, b=b) | n.Max(a=a, b=b):
+            return type(e)(_lift(a, budget), _lift(b, budget))
+        case n.Add(a=a, b=b) | n.Sub(a=a, b=b):
+            return _combine(type(e), _lift(a, budget), _lift(b, budget), budget)
+        case n.Mul(a=a, b=n.Const(value=c)):
+            return _scale(_lift(a, budget), e.b, c, budget)
+    return e
+
+
+def _combine(op, a: n.Expr, b: n.Expr, budget: list[int]) -> n.Expr:
+    """op(a, b) for op Add or Sub, with the mins and maxes of a and b lifted above it."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    if type(a) in _FLIPPED:
+        return type(a)(_combine(op, a.a, b, budget), _combine(op, a.b, b, budget))
+    if type(b) in _FLIPPED:
+        lifted = type(b) if op is n.Add else _FLIPPED[type(b)]  # x - min(p, q) = max(...)
+        return lifted(_combine(op, a, b.a, budget), _combine(op, a, b.b, budget))
+    return op(a, b)
+
+
+def _scale(a: n.Expr, factor: n.Const, c, budget: list[int]) -> n.Expr:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    if type(a) in _FLIPPED:
+        lifted = type(a) if c >= 0 else _FLIPPED[type(a)]
+        return lifted(_scale(a.a, factor, c, budget), _scale(a.b, factor, c, budget))
+    return n.Mul(a, factor)
 
 
 def _limit(xs: list[n.Expr]) -> list[n.Expr]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
 from halo.analysis.upper_bound import constant_upper_bound
@@ -51,3 +52,47 @@ def test_unbounded_is_none():
     """An extent that grows with a variable has no constant bound."""
     assert constant_upper_bound(n.Add(e, const(2))) is None
     assert constant_upper_bound(n.Sub(n.Min(t, e), n.Min(t, const(0)))) is None
+
+
+def test_tile_split_again_inside_a_clipped_tile():
+    """The region of rows of a tile [b, b + 31] (b clipped to the image) cut into steps of
+    8 with the last step shifted inwards, plus a margin of 3: the same clipped start b
+    appears on both sides of the subtraction, inside mins and maxes. Weakening alone
+    finds no constant; lifting the mins and maxes above the sums finds the tile's 38."""
+    b = n.Max(n.Min(n.Mul(t, const(32)), n.Sub(e, const(32))), const(0))
+    last = n.Add(n.Max(n.Add(n.Min(n.Sub(n.Sub(e, b), const(32)), const(0)), const(24)),
+                       const(0)), const(7))
+    hi = n.Max(n.Add(n.Max(n.Add(b, last), n.Min(n.Add(b, const(31)), n.Sub(e, const(1)))),
+                     const(3)), n.Min(n.Add(b, const(31)), n.Sub(e, const(1))))
+    extent = n.Add(n.Sub(hi, n.Sub(b, const(3))), const(1))
+    assert constant_upper_bound(extent) == 38
+    values = [_evaluate(extent, {"t": tv, "e": ev})
+              for tv, ev in itertools.product(range(0, 6), range(32, 200))]
+    assert max(values) <= 38
+    assert 38 in values
+
+
+def _random_expr(rng, depth: int) -> n.Expr:
+    if depth == 0 or rng.random() < 0.2:
+        return [t, e, const(int(rng.integers(-8, 9)))][int(rng.integers(0, 3))]
+    op = [n.Add, n.Sub, n.Min, n.Max, n.Mul][int(rng.integers(0, 5))]
+    if op is n.Mul:
+        return n.Mul(_random_expr(rng, depth - 1), const(int(rng.integers(-3, 4))))
+    return op(_random_expr(rng, depth - 1), _random_expr(rng, depth - 1))
+
+
+def test_bounds_found_hold_everywhere():
+    """On random expressions of mins, maxes, sums and constant multiples of two variables,
+    every bound found is >= the expression's value at every point of a grid (lifting and
+    making shared terms opaque are both exact rewrites)."""
+    rng = np.random.default_rng(7)
+    grid = list(itertools.product(range(-12, 13, 2), range(-12, 13, 2)))
+    found = 0
+    for _ in range(400):
+        expr = _random_expr(rng, 4)
+        bound = constant_upper_bound(expr)
+        if bound is not None:
+            found += 1
+            assert max(_evaluate(expr, {"t": tv, "e": ev}) for tv, ev in grid) <= bound, \
+                expr
+    assert found > 40

@@ -64,20 +64,27 @@ def test_histogram(shape):
         halo.reference(hist, (histogram.BINS,), inputs={image: data}))
 
 
-@pytest.mark.parametrize("shape", [(3, 1, 1), (3, 19, 45)])
-def test_unsharp(shape):
+STENCIL_TILES = [{}, {"rows": 16, "columns": 32, "thread_rows": 3},
+                 {"rows": 5, "columns": 7, "thread_rows": 2}]
+STENCIL_IDS = ["default", "rows_not_dividing", "small_tiles"]
+
+
+@pytest.mark.parametrize("tile", STENCIL_TILES, ids=STENCIL_IDS)
+@pytest.mark.parametrize("shape", [(3, 1, 1), (3, 19, 45), (3, 70, 131)])
+def test_unsharp(shape, tile):
     image, out, funcs = unsharp.algorithm()
-    unsharp.gpu_schedule(funcs)
+    unsharp.gpu_schedule(funcs, **tile)
     data = RNG.random(shape, dtype=np.float32) + 0.1
     np.testing.assert_allclose(out.realize(shape, inputs={image: data}, target="cuda"),
                                halo.reference(out, shape, inputs={image: data}), rtol=1e-4,
                                atol=1e-5)
 
 
-@pytest.mark.parametrize("shape", [(3, 1, 1), (3, 21, 50)])
-def test_harris(shape):
+@pytest.mark.parametrize("tile", STENCIL_TILES, ids=STENCIL_IDS)
+@pytest.mark.parametrize("shape", [(3, 1, 1), (3, 21, 50), (3, 71, 130)])
+def test_harris(shape, tile):
     image, out, funcs = harris.algorithm()
-    harris.gpu_schedule(funcs)
+    harris.gpu_schedule(funcs, **tile)
     data = RNG.random(shape, dtype=np.float32)
     size = shape[1:]
     np.testing.assert_allclose(out.realize(size, inputs={image: data}, target="cuda"),
