@@ -241,15 +241,18 @@ def softmax_algorithm() -> HalideApp:
     row_sum = hl.Func("row_sum")
     row_sum[i] = hl.f32(0)
     row_sum[i] += e[r.x, i]
+    inverse = hl.Func("inverse")
+    inverse[i] = 1 / row_sum[i]
     out = hl.Func("softmax")
-    out[j, i] = e[j, i] / row_sum[i]
-    return HalideApp(out, [x], {"softmax": out, "row_sum": row_sum, "e": e,
-                                "row_max": row_max, "r": r})
+    out[j, i] = e[j, i] * inverse[i]
+    return HalideApp(out, [x], {"softmax": out, "inverse": inverse, "row_sum": row_sum,
+                                "e": e, "row_max": row_max, "r": r})
 
 
 def softmax_schedule(app: HalideApp) -> None:
     # halo (lanes = softmax.vector()):
     #   softmax.parallel(i).vectorize(j, lanes); e.compute_at(softmax, i).vectorize(j, lanes)
+    #   inverse.compute_at(softmax, i)
     #   row_max, row_sum: .compute_at(softmax, i); .update(0).split(r.x, ro, ri, lanes)
     #     partial = .update(0).rfactor(ri, u)
     #     partial.compute_at(softmax, i).vectorize(u).update(0).reorder(ro, u).vectorize(u)
@@ -258,6 +261,7 @@ def softmax_schedule(app: HalideApp) -> None:
     out = app.funcs["softmax"]
     out.parallel(i).vectorize(j, lanes, SHIFT)
     app.funcs["e"].compute_at(out, i).vectorize(j, lanes, SHIFT)
+    app.funcs["inverse"].compute_at(out, i)
     r = app.funcs["r"]
     for name in ("row_max", "row_sum"):
         reduction = app.funcs[name]

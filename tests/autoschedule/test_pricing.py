@@ -206,7 +206,8 @@ def test_softmax_search_reaches_a_row_per_task():
     alg, calls, variant = _softmax_variant((4096, 1024))
     machine = Machine(2, 16)
     row = {"softmax": Decision(Placement(ROOT), Nest((OUTER, WHOLE), 16, parallel=True)),
-           "e": Decision(Placement(AT, "softmax", 0, 0), Nest((WHOLE, WHOLE), 16))}
+           "e": Decision(Placement(AT, "softmax", 0, 0), Nest((WHOLE, WHOLE), 16)),
+           "inverse": Decision(Placement(AT, "softmax", 0, 0), Nest((WHOLE,)))}
     for name in ("row_sum", "row_max"):
         row[name] = Decision(Placement(AT, "softmax", 0, 0), Nest((WHOLE,)))
         row[f"{name}_intm"] = Decision(Placement(AT, "softmax", 0, 0), Nest(
