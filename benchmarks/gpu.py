@@ -275,6 +275,10 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         for label, schedule in schedules.items():
             other, _ = _halo(softmax, lambda f: f["softmax"], schedule)
             variants[label] = _variant(other, out, x=x)
+        *_, funcs = softmax.algorithm()
+        softmax.gpu_schedule(funcs)
+        fast = funcs["softmax"].compile(target=halo.Target("cuda", fast_math=True))
+        variants["halo, Target('cuda', fast_math=True)"] = _variant(fast, out, x=x)
         if triton is not None:
             y2 = torch.empty_like(x)
             variants["triton"] = lambda: triton[1](x, y2)

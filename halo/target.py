@@ -153,13 +153,18 @@ class Target:
     counts are exact (see halo/lower/count_stores.py).
     `strict_float=True` rounds every float operation separately, as NumPy does; by default
     `a * b + c` may be computed as one fused multiply-add (as Halide does). `arch`: the GPU
-    architecture to generate code for (`"sm_90"`), for `"cuda"` only.
+    architecture to generate code for (`"sm_90"`), for `"cuda"` only. `fast_math=True`
+    (`"cuda"` only) lets the GPU approximate: `exp`, `log`, `sin`, `cos` and `pow` by its
+    special-function unit, float division and square roots to 2 ulp, denormals flushed to
+    zero (nvcc's `--use_fast_math`); `exp(x)` is then within 2 + 1.2 |x| ulp of the exact
+    value, where it was within 2.
     """
     kind: TargetKind | str = TargetKind.HOST
     threads: int | None = None
     count_stores: bool = False
     strict_float: bool = False
     arch: str | None = None
+    fast_math: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -171,6 +176,14 @@ class Target:
         elif self.arch is not None:
             raise HaloError(f"Target({self.kind.value!r}, arch={self.arch!r}): arch is for "
                             "GPU targets; the host's CPU is read from the machine")
+        if self.fast_math and self.kind is not TargetKind.CUDA:
+            raise HaloError(f"Target({self.kind.value!r}, fast_math=True): approximate math is "
+                            "for GPU targets (Target('cuda', fast_math=True)); on the host, "
+                            "exp and division are always computed to within an ulp or two")
+        if self.fast_math and self.strict_float:
+            raise HaloError("Target('cuda', strict_float=True, fast_math=True): strict_float "
+                            "rounds every operation as NumPy does, fast_math approximates "
+                            "them; choose one")
         if self.kind is TargetKind.CUDA and self.count_stores:
             raise HaloError("Target('cuda', count_stores=True): counting stores runs every "
                             "loop serially, which only the host target does; count them "

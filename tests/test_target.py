@@ -121,3 +121,13 @@ def test_host_cache_bytes():
     sizes = host_cache_bytes()
     assert len(sizes) == 3 and all(isinstance(s, int) and s >= 1024 for s in sizes)
     assert sizes[0] <= sizes[1] <= sizes[2]
+
+
+def test_fast_math_is_for_gpu_targets_without_strict_float():
+    assert halo.Target("cuda", arch="sm_90", fast_math=True).fast_math
+    with pytest.raises(halo.HaloError, match="approximate math is for GPU targets"):
+        halo.Target("host", fast_math=True)
+    with pytest.raises(halo.HaloError, match="choose one"):
+        halo.Target("cuda", arch="sm_90", strict_float=True, fast_math=True)
+    assert halo.Target("cuda", arch="sm_90", fast_math=True) != halo.Target("cuda",
+                                                                           arch="sm_90")

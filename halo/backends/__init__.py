@@ -51,7 +51,8 @@ def _compile_host(lowered: Lowered, args: Sequence[Argument], target: Target) ->
 
 def _compile_cuda(lowered: Lowered, args: Sequence[Argument], target: Target) -> CompiledPipeline:
     return cuda.compile_pipeline("halo_pipeline", lowered.stmt, args, target.arch,
-                                 strict_float=target.strict_float)
+                                 cuda.nvcc_options(target.strict_float,
+                                                   target.fast_math))
 
 
 _BACKENDS: dict[TargetKind, Callable[[Lowered, Sequence[Argument], Target],

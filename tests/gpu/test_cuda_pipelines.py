@@ -99,7 +99,7 @@ def test_an_nvcc_error_is_an_internal_error_that_shows_the_source():
     from halo.backends.cuda.compiler import compile_cubin
     source = 'extern "C" __global__ void broken(float* x) { x[0] = undefined_name; }\n'
     with pytest.raises(halo.InternalError, match="undefined_name"):
-        compile_cubin(source, halo.Target("cuda").arch, strict_float=False)
+        compile_cubin(source, halo.Target("cuda").arch)
 
 
 def test_cubins_come_from_the_disk_cache_the_second_time():
@@ -108,9 +108,9 @@ def test_cubins_come_from_the_disk_cache_the_second_time():
     out, _, _ = PIPELINES["pointwise_1d"]()
     source = out.compile(target="cuda").function.cuda_source
     arch = halo.Target("cuda").arch
-    first = compile_cubin(source, arch, strict_float=False)
+    first = compile_cubin(source, arch)
     hits = object_cache.stats["hits"]
-    assert compile_cubin(source, arch, strict_float=False) == first
+    assert compile_cubin(source, arch) == first
     assert object_cache.stats["hits"] == hits + 1
 
 

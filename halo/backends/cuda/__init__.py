@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from halo.backends.arguments import Argument
-from halo.backends.cuda.compiler import compile_cubin, load_module
+from halo.backends.cuda.compiler import compile_cubin, load_module, nvcc_options
 from halo.backends.cuda.cuda_c import PRELUDE, KernelParam, kernel_source
 from halo.backends.cuda.device import cuda_driver
 from halo.backends.cuda.host_program import host_program
@@ -39,11 +39,11 @@ class CudaPipeline:
     """A compiled GPU pipeline: called with device pointers and scalars, in `args` order."""
 
     def __init__(self, name: str, args: Sequence[Argument], body: n.Stmt, arch: str,
-                 strict_float: bool):
+                 options: Sequence[str]):
         self.name = name
         self.args = tuple(args)
         self.arch = arch
-        self.strict_float = strict_float
+        self.options = tuple(options)  # nvcc's (compiler.nvcc_options)
         host, self.kernels = split_host_device(body, name)
         self._host, self.host_source = host_program(host, self.kernels)
         # The kernels alone, then the whole module: the helpers they use first; and the
@@ -95,7 +95,7 @@ class CudaPipeline:
         if aligned not in self._functions:
             module = load_module(compile_cubin(
                 self.aligned_source if aligned else self.cuda_source, self.arch,
-                self.strict_float,
+                self.options,
                 {k.name: k.dynamic_shared for k in self.kernels if k.dynamic_shared}))
             functions = []
             for k in self.kernels:
@@ -187,9 +187,10 @@ def _scalar(t: Type, value: object) -> object:
 
 
 def compile_pipeline(name: str, body: n.Stmt, args: Sequence[Argument], arch: str,
-                     strict_float: bool) -> CudaPipeline:
-    """`body` (lowered for a GPU) as a `CudaPipeline` (see the module)."""
-    return CudaPipeline(name, args, body, arch, strict_float)
+                     options: Sequence[str]) -> CudaPipeline:
+    """`body` (lowered for a GPU) as a `CudaPipeline` (see the module); `options`: nvcc's
+    (`compiler.nvcc_options`)."""
+    return CudaPipeline(name, args, body, arch, options)
 
 
-__all__ = ["CudaPipeline", "aligned_promise", "compile_pipeline", "keeps_promise"]
+__all__ = ["CudaPipeline", "aligned_promise", "compile_pipeline", "keeps_promise", "nvcc_options"]

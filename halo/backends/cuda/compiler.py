@@ -13,6 +13,7 @@ import hashlib
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
@@ -23,10 +24,15 @@ from halo.errors import InternalError
 from halo.version import __version__
 
 
-def nvcc_options(strict_float: bool) -> list[str]:
-    """nvcc's options: IEEE division and square roots always (nvcc's default); no fused
-    multiply-adds with `strict_float`."""
-    return ["--fmad=false"] if strict_float else []
+def nvcc_options(strict_float: bool, fast_math: bool = False) -> list[str]:
+    """nvcc's options: IEEE division and square roots (nvcc's default) and CUDA's accurate
+    math functions, unless `fast_math` (Target's: approximations, denormals flushed); no
+    fused multiply-adds with `strict_float`."""
+    return ["--fmad=false"] if strict_float else ["--use_fast_math"] if fast_math else []
+
+
+# Of nvcc's options, those ptxas takes too (--use_fast_math acts on the PTX nvcc writes).
+_PTXAS_OPTIONS = frozenset({"--fmad=false"})
 
 
 # Generated kernels may declare what they end up not using (a let of one vthread copy,
@@ -52,11 +58,12 @@ def cache_key(source: str, arch: str, options: list[str]) -> str:
     return digest.hexdigest()
 
 
-def compile_cubin(source: str, arch: str, strict_float: bool,
+def compile_cubin(source: str, arch: str, options: Sequence[str] = (),
                   dynamic_shared: dict[str, int] | None = None) -> bytes:
-    """The cubin of `source` for `arch`, from the disk cache when it was compiled before;
-    `dynamic_shared`: the shared memory each kernel (by name) is launched with, past 48 KB."""
-    options = nvcc_options(strict_float)
+    """The cubin of `source` for `arch` with nvcc's `options` (`nvcc_options`), from the
+    disk cache when it was compiled before; `dynamic_shared`: the shared memory each
+    kernel (by name) is launched with, past 48 KB."""
+    options = list(options)
     key = cache_key(source + repr(sorted((dynamic_shared or {}).items())), arch, options)
     entry = object_cache.load(key)
     if entry is not None and entry[0] == source:
@@ -82,7 +89,8 @@ def _assemble(ptx: str, arch: str, options: list[str], source: str) -> bytes:
     with tempfile.TemporaryDirectory(prefix="halo_ptxas_") as tmp:
         ptx_path, cubin_path = Path(tmp) / "kernels.ptx", Path(tmp) / "kernels.cubin"
         ptx_path.write_text(ptx)
-        result = subprocess.run([ptxas, f"-arch={arch}", *options, str(ptx_path), "-o",
+        ptxas_options = [o for o in options if o in _PTXAS_OPTIONS]
+        result = subprocess.run([ptxas, f"-arch={arch}", *ptxas_options, str(ptx_path), "-o",
                                  str(cubin_path)], capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise InternalError(f"ptxas refused the PTX of the CUDA C halo generated "

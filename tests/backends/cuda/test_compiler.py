@@ -51,8 +51,32 @@ def test_what_a_kernel_declares_and_never_uses_is_no_warning(tmp_path, monkeypat
               '    a[threadIdx.x] = 2;\n}\n')
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        cubin = compiler.compile_cubin(source, "sm_90", strict_float=False)
+        cubin = compiler.compile_cubin(source, "sm_90")
     assert cubin
     assert not caught, [str(w.message) for w in caught]
     with pytest.warns(UserWarning, match="never"):  # (what nvcc would have said)
         stand_in.compile(source, [], "sm_90", True, False, "ptx")
+
+
+@pytest.mark.skipif(NVCC is None or PTXAS is None, reason="nvcc and ptxas are not installed")
+def test_fast_math_reaches_nvcc_and_not_ptxas(tmp_path, monkeypatch):
+    """Target(fast_math=True)'s options: nvcc writes an exponential as the special-function
+    unit's approximation with denormals flushed (no range reduction around it), and a
+    division as an approximate one; ptxas, which doesn't take --use_fast_math, still
+    builds the cubin. The default keeps CUDA's accurate expf and IEEE division."""
+    monkeypatch.setenv("HALO_CACHE_DIR", "off")
+    stand_in = _NvccLikePyCuda(tmp_path)
+    monkeypatch.setattr(compiler, "cuda_compiler", lambda: stand_in)
+    monkeypatch.setattr(compiler, "cuda_driver", lambda: stand_in)
+    source = ('extern "C" __global__ void k(float* a, float b) {\n'
+              '    a[threadIdx.x] = expf(a[threadIdx.x]) / b;\n}\n')
+    ptx = {}
+    for fast in (False, True):
+        options = compiler.nvcc_options(strict_float=False, fast_math=fast)
+        assert compiler.compile_cubin(source, "sm_90", options)
+        ptx[fast] = stand_in.compile(source, options, "sm_90", True, False, "ptx").decode()
+    assert "ex2.approx.ftz.f32" in ptx[True] and "div.approx" in ptx[True]
+    assert "div.rn.f32" in ptx[False] and "div.approx" not in ptx[False]
+    assert ptx[True].count("\n") < ptx[False].count("\n")
+    assert compiler.cache_key(source, "sm_90", compiler.nvcc_options(False, True)) != \
+        compiler.cache_key(source, "sm_90", compiler.nvcc_options(False, False))
