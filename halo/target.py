@@ -154,10 +154,11 @@ class Target:
     `strict_float=True` rounds every float operation separately, as NumPy does; by default
     `a * b + c` may be computed as one fused multiply-add (as Halide does). `arch`: the GPU
     architecture to generate code for (`"sm_90"`), for `"cuda"` only. `fast_math=True`
-    (`"cuda"` only) lets the GPU approximate: `exp`, `log`, `sin`, `cos` and `pow` by its
-    special-function unit, float division and square roots to 2 ulp, denormals flushed to
-    zero (nvcc's `--use_fast_math`); `exp(x)` is then within 2 + 1.2 |x| ulp of the exact
-    value, where it was within 2.
+    (`"cuda"` only) lets the GPU approximate, as nvcc's `--use_fast_math` does: `exp`,
+    `log`, `pow`, `sin` and `cos` through its special-function unit (`exp(x)` within
+    2 + 1.2 |x| ulp of the exact value, where it was within 2; `sin` and `cos` within
+    2**-21.4 absolute on [-pi, pi], more outside), `tanh` within 2**-11 relative, float
+    division and square roots to about 2 ulp, denormals flushed to zero.
     """
     kind: TargetKind | str = TargetKind.HOST
     threads: int | None = None
