@@ -189,3 +189,14 @@ def walk(node: Node):
         n = stack.pop()
         yield n
         stack.extend(reversed(child_nodes(n)))
+
+
+def walk_stmts(node: Node):
+    """Every statement of the tree, parents before children, not descending into
+    expressions (they hold none): a search for a kind of statement (allocations, stores,
+    loops) in a big kernel, without visiting its every expression as `walk` does."""
+    stack = [node]
+    while stack:
+        s = stack.pop()
+        yield s
+        stack.extend(reversed([c for c in child_nodes(s) if isinstance(c, Stmt)]))

@@ -41,7 +41,7 @@ from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
 from halo.ir.substitute import expand_lets, var_names
 from halo.ir.types import Type, bool_, int32
-from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk
+from halo.ir.visitor import IRMutator, child_nodes, rewrite, walk, walk_stmts
 from halo.lower.context import LowerContext
 from halo.lower.double_buffering import GPU_ASYNC_COPY, GPU_ASYNC_WAIT
 from halo.lower.gpu_levels import loop_func
@@ -98,7 +98,7 @@ def shared_buffers(kernel: n.Stmt) -> dict[str, tuple[Type, int]]:
     copies of one buffer that loop partitioning or specialization make are never live
     together, so a name takes its space once, at its largest size."""
     found: dict[str, tuple[Type, int]] = {}
-    for a in walk(kernel):
+    for a in walk_stmts(kernel):
         if isinstance(a, n.Allocate) and a.scope == "shared" and isinstance(a.size, n.Const):
             size = max(int(a.size.value), found.get(a.name, (a.type, 0))[1])
             found[a.name] = (a.type, size)
@@ -229,11 +229,11 @@ def _stmt_children(s: n.Stmt) -> list[n.Stmt]:
 
 
 def _has_thread_loop(s: n.Stmt) -> bool:
-    return any(isinstance(x, n.For) and x.kind is n.ForKind.GPU_THREAD for x in walk(s))
+    return any(isinstance(x, n.For) and x.kind is n.ForKind.GPU_THREAD for x in walk_stmts(s))
 
 
 def _has_store(s: n.Stmt) -> bool:
-    return any(isinstance(x, n.Store) for x in walk(s))
+    return any(isinstance(x, n.Store) for x in walk_stmts(s))
 
 
 class _SeesLets(IRMutator):
@@ -321,7 +321,7 @@ class _JoinThreadNests(IRMutator):
         if not inner or len({(t.name, t.min, t.extent) for t in inner}) != 1:
             return loop
         t = inner[0]
-        bound_inside = {x.name for x in walk(loop.body)
+        bound_inside = {x.name for x in walk_stmts(loop.body)
                         if isinstance(x, (n.LetStmt, n.For, n.Allocate))}
         if (var_names(t.min) | var_names(t.extent)) & bound_inside:
             return loop

@@ -765,16 +765,18 @@ def _statements(s: n.Stmt | None) -> tuple[n.Stmt, ...]:
     return () if s is None else s.stmts if isinstance(s, n.Block) else (s,)
 
 
+_PARENTHESES = re.compile(r"[()]")
+
+
 def _strip(text: str) -> str:
     """`text` without the parentheses around all of it."""
-    if text.startswith("(") and text.endswith(")"):
-        depth = 0
-        for i, ch in enumerate(text):
-            depth += ch == "("
-            depth -= ch == ")"
-            if depth == 0 and i < len(text) - 1:
-                return text
-        return text[1:-1]
+    if not (text.startswith("(") and text.endswith(")")):
+        return text
+    depth = 0
+    for p in _PARENTHESES.finditer(text):  # (the first one closes at the end, or not)
+        depth += 1 if p.group() == "(" else -1
+        if depth == 0:
+            return text[1:-1] if p.end() == len(text) else text
     return text
 
 

@@ -16,7 +16,7 @@ from halo.errors import InternalError
 from halo.ir import nodes as n
 from halo.ir.substitute import free_vars
 from halo.ir.types import int32
-from halo.ir.visitor import IRMutator, child_nodes, walk
+from halo.ir.visitor import IRMutator, child_nodes, walk, walk_stmts
 from halo.lower.fuse_gpu_thread_loops import block_shape, dynamic_shared_bytes
 
 LAUNCH = "gpu_launch"
@@ -88,7 +88,7 @@ def _kernel(name: str, loop: n.For) -> DeviceKernel:
                 not free_vars(first.extent) <= outer_free:
             raise InternalError(f"kernel {name}: block loop {first.name} has no one extent "
                                 "the host can compute")
-    allocated = {a.name for a in walk(loop) if isinstance(a, n.Allocate)}
+    allocated = {a.name for a in walk_stmts(loop) if isinstance(a, n.Allocate)}
     buffers: dict[str, n.Expr] = {}
     var_types: dict[str, object] = {}
     for x in walk(loop):
@@ -98,9 +98,9 @@ def _kernel(name: str, loop: n.For) -> DeviceKernel:
         elif isinstance(x, n.Var):
             var_types.setdefault(x.name, x.type)
     # The block loops' mins and extents are evaluated in the kernel and on the host.
-    scalars = sorted(free_vars(loop) - set(buffers))
-    written = {x.name for x in walk(loop) if isinstance(x, n.Store)} | {
-        x.operands[0].name for x in walk(loop) if isinstance(x, n.TensorCall)}  # its output
+    scalars = sorted(outer_free - set(buffers))
+    written = {x.name for x in walk_stmts(loop) if isinstance(x, n.Store)} | {
+        x.operands[0].name for x in walk_stmts(loop) if isinstance(x, n.TensorCall)}  # its output
     params = (*(KernelParam(b, t, True, b not in written) for b, t in sorted(buffers.items())),
               *(KernelParam(s, var_types.get(s, int32), False) for s in scalars))
     grid = tuple(copies[0].extent for copies in reversed(depths))
