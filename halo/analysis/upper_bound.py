@@ -77,6 +77,13 @@ class _TooBig(Exception):
     pass
 
 
+def _spend(budget: list[int]) -> None:
+    """One node more of the lifted expression (lifting can double it at each level)."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+
+
 def _lifted_bound(e: n.Expr) -> int | None:
     """The bound of `e` with its mins and maxes lifted to the top, or None."""
     budget = [_MAX_LIFTED_NODES]
@@ -106,9 +113,7 @@ _FLIPPED = {n.Min: n.Max, n.Max: n.Min}
 
 def _lift(e: n.Expr, budget: list[int]) -> n.Expr:
     """`e` with no min or max under a sum, a difference or a constant multiple."""
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise _TooBig
+    _spend(budget)
     match e:
         case n.Min(a=a, b=b) | n.Max(a=a, b=b):
             return type(e)(_lift(a, budget), _lift(b, budget))
@@ -121,9 +126,7 @@ def _lift(e: n.Expr, budget: list[int]) -> n.Expr:
 
 def _combine(op, a: n.Expr, b: n.Expr, budget: list[int]) -> n.Expr:
     """op(a, b) for op Add or Sub, with the mins and maxes of a and b lifted above it."""
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise _TooBig
+    _spend(budget)
     if type(a) in _FLIPPED:
         return type(a)(_combine(op, a.a, b, budget), _combine(op, a.b, b, budget))
     if type(b) in _FLIPPED:
@@ -133,9 +136,7 @@ def _combine(op, a: n.Expr, b: n.Expr, budget: list[int]) -> n.Expr:
 
 
 def _scale(a: n.Expr, factor: n.Const, c, budget: list[int]) -> n.Expr:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise _TooBig
+    _spend(budget)
     if type(a) in _FLIPPED:
         lifted = type(a) if c >= 0 else _FLIPPED[type(a)]
         return lifted(_scale(a.a, factor, c, budget), _scale(a.b, factor, c, budget))

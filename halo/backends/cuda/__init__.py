@@ -1,7 +1,7 @@
 """The CUDA backend: a pipeline lowered for a GPU -> CUDA C kernels launched by Python host
 code, on NVIDIA GPUs through PyCUDA.
 
-`compile_pipeline(name, body, args, target)` splits the lowered IR at its kernels
+`compile_pipeline(name, body, args, arch, options)` splits the lowered IR at its kernels
 (`split.py`), emits one CUDA C module (`cuda_c.py`) and the host program that launches its
 kernels (`host_program.py`), and returns a `CudaPipeline`. A kernel whose dense global
 accesses test their alignment when they run has an aligned twin: it assumes the promise of
