@@ -21,6 +21,7 @@ import itertools
 
 from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
+from halo.ir.visitor import rewrite
 
 _MAX_CANDIDATES = 32
 _MAX_LIFTED_NODES = 4096
@@ -28,10 +29,14 @@ _MAX_LIFTED_NODES = 4096
 
 def constant_upper_bound(e: n.Expr) -> int | None:
     """The smallest constant upper bound of `e` found, or None."""
+    found = [b for b in (_weakened_bound(e), _lifted_bound(e),
+                         _lifted_bound(_opaque_shared_terms(e))) if b is not None]
+    return min(found) if found else None
+
+
+def _weakened_bound(e: n.Expr) -> int | None:
+    """The smallest constant among `e`'s weakenings, simplified, or None."""
     found = [c.value for c in (simplify(x) for x in _upper(e)) if isinstance(c, n.Const)]
-    for lifted in (_lifted_bound(e), _lifted_bound(_opaque_shared_terms(e))):
-        if lifted is not None:
-            found.append(lifted)
     return int(min(found)) if found else None
 
 
@@ -43,7 +48,7 @@ def _opaque_shared_terms(e: n.Expr) -> n.Expr:
     _collect_signs(e, 1, signs)
     shared = {t: n.Var(f"_upper_bound_term{i}", t.type)
               for i, t in enumerate(t for t, s in signs.items() if len(s) == 2)}
-    return _replaced(e, shared) if shared else e
+    return rewrite(e, shared.get) if shared else e
 
 
 def _collect_signs(e: n.Expr, sign: int, signs: dict[n.Expr, set[int]]) -> None:
@@ -60,17 +65,6 @@ def _collect_signs(e: n.Expr, sign: int, signs: dict[n.Expr, set[int]]) -> None:
             _collect_signs(b, -sign, signs)
         case n.Mul(a=a, b=n.Const(value=c)):
             _collect_signs(a, sign if c >= 0 else -sign, signs)
-
-
-def _replaced(e: n.Expr, terms: dict[n.Expr, n.Expr]) -> n.Expr:
-    if e in terms:
-        return terms[e]
-    match e:
-        case n.Min(a=a, b=b) | n.Max(a=a, b=b) | n.Add(a=a, b=b) | n.Sub(a=a, b=b):
-            return type(e)(_replaced(a, terms), _replaced(b, terms))
-        case n.Mul(a=a, b=n.Const() as c):
-            return n.Mul(_replaced(a, terms), c)
-    return e
 
 
 class _TooBig(Exception):
@@ -101,11 +95,7 @@ def _bound_of_lifted(e: n.Expr) -> int | None:
         case n.Max(a=a, b=b):
             x, y = _bound_of_lifted(a), _bound_of_lifted(b)
             return None if x is None or y is None else max(x, y)
-    leaf = simplify(e)
-    if isinstance(leaf, n.Const):
-        return int(leaf.value)
-    found = [c.value for c in (simplify(x) for x in _upper(leaf)) if isinstance(c, n.Const)]
-    return int(min(found)) if found else None
+    return _weakened_bound(simplify(e))
 
 
 _FLIPPED = {n.Min: n.Max, n.Max: n.Min}
