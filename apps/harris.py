@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
-from apps.gpu_rows import rows_of_threads
+from apps.gpu_rows import rows_of_threads, tiles_by_rows_of_threads
 from apps.numpy_check import check_and_time
 
 STRIP_ROWS = 32
@@ -99,11 +99,8 @@ def gpu_schedule(funcs, rows: int = 32, columns: int = 64, thread_rows: int = 8)
     gray, Ix and Iy per block in shared memory, filled the same way (the block's threads
     span their margins across x, and walk down their regions); the structure tensor and
     the response inline."""
-    y, x, yo, xo, yi, xi, ys, yt = halo.vars("y x yo xo yi xi ys yt")
     output = funcs["output"]
-    output.split(y, yo, yi, rows).split(x, xo, xi, columns) \
-        .split(yi, ys, yt, thread_rows).reorder(yo, xo, ys, yt, xi) \
-        .gpu_blocks(yo, xo).gpu_threads(yt, xi)
+    xo, _ = tiles_by_rows_of_threads(output, rows, columns, thread_rows)
     for name in ("gray", "Ix", "Iy"):
         rows_of_threads(funcs[name].compute_at(output, xo).store_in("shared"), thread_rows)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 import halo
-from apps.gpu_rows import rows_of_threads
+from apps.gpu_rows import rows_of_threads, tiles_by_rows_of_threads
 from apps.numpy_check import check_and_time
 
 TILE_ROWS, TILE_COLUMNS, VECTOR = 32, 256, 8
@@ -91,11 +91,11 @@ def gpu_schedule(funcs, rows: int = 32, columns: int = 64, thread_rows: int = 8)
     (`columns` + 6), and walk down their regions `thread_rows` rows at a time, so the
     margins in y cost 6 / `rows` of gray's work, not one thread each. ratio per pixel in
     registers, the rest inline."""
-    c, y, x, yo, xo, yi, xi, ys, yt = halo.vars("c y x yo xo yi xi ys yt")
     output = funcs["output"]
-    output.bound(c, 0, 3).split(y, yo, yi, rows).split(x, xo, xi, columns) \
-        .split(yi, ys, yt, thread_rows).reorder(yo, xo, ys, yt, xi, c) \
-        .gpu_blocks(yo, xo).gpu_threads(yt, xi).unroll(c)
+    c = output.args[0]
+    xo, xi = tiles_by_rows_of_threads(output.bound(c, 0, 3), rows, columns, thread_rows,
+                                      (c,))
+    output.unroll(c)
     for name in ("gray", "blur_y"):
         rows_of_threads(funcs[name].compute_at(output, xo).store_in("shared"), thread_rows)
     funcs["ratio"].compute_at(output, xi)
