@@ -36,14 +36,22 @@ class _NvccLikePyCuda:
         return (self.tmp / "kernel.ptx").read_bytes()
 
 
-@pytest.mark.skipif(NVCC is None or PTXAS is None, reason="nvcc and ptxas are not installed")
-def test_what_a_kernel_declares_and_never_uses_is_no_warning(tmp_path, monkeypatch):
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    """compile_cubin through `_NvccLikePyCuda`, the disk cache off; skips where the CUDA
+    toolkit is not installed (CI and development machines have it)."""
+    if NVCC is None or PTXAS is None:
+        pytest.skip("nvcc and ptxas are not installed")
+    monkeypatch.setenv("HALO_CACHE_DIR", "off")
+    nvcc = _NvccLikePyCuda(tmp_path)
+    monkeypatch.setattr(compiler, "cuda_compiler", lambda: nvcc)
+    monkeypatch.setattr(compiler, "cuda_driver", lambda: nvcc)
+    return nvcc
+
+
+def test_what_a_kernel_declares_and_never_uses_is_no_warning(stand_in):
     """A generated kernel may declare a let or a shared array it ends up not reading;
     nvcc's notes on that don't reach the user, and the cubin is built."""
-    monkeypatch.setenv("HALO_CACHE_DIR", "off")
-    stand_in = _NvccLikePyCuda(tmp_path)
-    monkeypatch.setattr(compiler, "cuda_compiler", lambda: stand_in)
-    monkeypatch.setattr(compiler, "cuda_driver", lambda: stand_in)
     source = ('extern "C" __global__ void k(int* a) {\n'
               '    const int unused = 3;\n'
               '    __shared__ int written[32];\n'
@@ -58,16 +66,11 @@ def test_what_a_kernel_declares_and_never_uses_is_no_warning(tmp_path, monkeypat
         stand_in.compile(source, [], "sm_90", True, False, "ptx")
 
 
-@pytest.mark.skipif(NVCC is None or PTXAS is None, reason="nvcc and ptxas are not installed")
-def test_fast_math_reaches_nvcc_and_not_ptxas(tmp_path, monkeypatch):
+def test_fast_math_reaches_nvcc_and_not_ptxas(stand_in):
     """Target(fast_math=True)'s options: nvcc writes an exponential as the special-function
     unit's approximation with denormals flushed (no range reduction around it), and a
     division as an approximate one; ptxas, which doesn't take --use_fast_math, still
     builds the cubin. The default keeps CUDA's accurate expf and IEEE division."""
-    monkeypatch.setenv("HALO_CACHE_DIR", "off")
-    stand_in = _NvccLikePyCuda(tmp_path)
-    monkeypatch.setattr(compiler, "cuda_compiler", lambda: stand_in)
-    monkeypatch.setattr(compiler, "cuda_driver", lambda: stand_in)
     source = ('extern "C" __global__ void k(float* a, float b) {\n'
               '    a[threadIdx.x] = expf(a[threadIdx.x]) / b;\n}\n')
     ptx = {}
