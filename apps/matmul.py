@@ -135,13 +135,15 @@ def gpu_schedule_vthread(funcs) -> None:
     C_local.update(0).reorder(k.x, i, j)
 
 
-def algorithm_fp16(product=None, k_step: int | None = None):
+def algorithm_fp16(product=None, k_step: int | None = None, out=halo.float32):
     """Returns (A, B, C, {name: Func, RDom or input}) with C[i, j] = sum_k float32(A[i, k])
     * float32(B[k, j]): float16 inputs, float32 sums (what tensor cores compute); or
     with `product(a, b)` of the two float16 values as the term summed. With `k_step`, k
     runs to the next multiple of it, over A and B padded with zeros (the same sums):
-    a schedule's k steps of `k_step` have no tail. "A_in" and "B_in" name what C reads
-    (the padded Funcs, or A and B)."""
+    a schedule's k steps of `k_step` have no tail. With `out=halo.float16`, C is the
+    sums rounded to float16 (what cuBLAS's and PyTorch's fp16 matmul return), computed
+    by the Func "acc"; else "acc" is C. "A_in" and "B_in" name what C reads (the padded
+    Funcs, or A and B)."""
     i, j = halo.vars("i j")
     A = halo.ImageParam(halo.float16, 2, "A")
     B = halo.ImageParam(halo.float16, 2, "B")
@@ -151,13 +153,24 @@ def algorithm_fp16(product=None, k_step: int | None = None):
         A_in, B_in = (halo.boundary.constant_exterior(x, zero) for x in (A, B))
         extent = (A.shape[1] + (k_step - 1)) // k_step * k_step
     k = halo.RDom((0, extent), name="k")
-    C = halo.Func("C")
-    C[i, j] = halo.cast(halo.float32, 0.0)
+    acc = halo.Func("C" if out == halo.float32 else "acc")
+    acc[i, j] = halo.cast(halo.float32, 0.0)
     if product is None:
-        C[i, j] += halo.cast(halo.float32, A_in[i, k]) * halo.cast(halo.float32, B_in[k, j])
+        acc[i, j] += halo.cast(halo.float32, A_in[i, k]) * halo.cast(halo.float32, B_in[k, j])
     else:
-        C[i, j] += product(A_in[i, k], B_in[k, j])
-    return A, B, C, {"C": C, "k": k, "A": A, "B": B, "A_in": A_in, "B_in": B_in}
+        acc[i, j] += product(A_in[i, k], B_in[k, j])
+    C = acc
+    if out != halo.float32:
+        C = halo.Func("C")
+        C[i, j] = halo.cast(out, acc[i, j])
+    return A, B, C, {"C": C, "acc": acc, "k": k, "A": A, "B": B, "A_in": A_in, "B_in": B_in}
+
+
+def _accumulators(funcs, memory: str):
+    """The stage that holds C's float32 sums in `memory` at C's block loop (placed there by
+    the caller): a `cache_write` of C, or for a float16 C, the Func "acc" it rounds."""
+    C, acc = funcs["C"], funcs["acc"]
+    return C.cache_write(memory) if acc is C else acc.store_in(memory)
 
 
 def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
@@ -165,32 +178,33 @@ def gpu_schedule_tensor_core(funcs, block: tuple[int, int] = (128, 128),
                              stages: int = 3) -> None:
     """For target 'cuda', on `algorithm_fp16`: tensor cores (`halo.intrinsics.mma_f16_f32`).
     Each block computes a `block` tile of C, one `warp` tile per warp, with the warps'
-    accumulators in their registers across the whole k loop: C_acc (a
-    `cache_write("local")` stage at the block loop, every access a warp's tensor call)
-    is a warp array (`lower/block_registers.py`), zeroed and updated by the intrinsic and
-    copied out by `halo.intrinsics.mma_f32_store`. Each step of `depth` along k, the
-    block's threads copy its A and B panels to shared memory (`cache_read("shared")` at
-    that loop, 16 bytes a thread at a time), `stages` steps in flight (`double_buffer`;
-    3 stages of 64 take 107 KB of shared memory, which the kernel asks for at launch),
-    from where the warps load fragments (`ldmatrix`); each warp loads the first fragments
-    of its next step before it multiplies the last of this one, and issues the copies
-    between its first multiplies (`lower/pipeline_tensor_calls.py`). For C of 2048 x 2048
-    and more, blocks of 256 x 128 (8 warps) in 4 stages are faster on sm_90 (217 KB of
-    its 227; docs/gpu.md). C's tiles shift inwards, so any C of at
-    least a block is whole tiles, and k must be whole steps of `depth` (a warp array
-    can't take the element-by-element loops of a tail): other sizes are refused before
-    running (`BoundsError`); for any k, pad it (`algorithm_fp16(k_step=depth)`, whose
-    panel copies are slower: they test each element). Below about 2048 x 2048, blocks of
-    128 x 64 (warps of 64 x 32, k steps of 64 in 3 stages) keep more of the GPU busy."""
+    accumulators in their registers across the whole k loop: C_acc (a `cache_write("local")`
+    stage at the block loop, every access a warp's tensor call) is a warp array
+    (`lower/block_registers.py`), zeroed and updated by the intrinsic and copied out by
+    `halo.intrinsics.mma_f32_store` (rounded to float16 on the way for
+    `algorithm_fp16(out=halo.float16)`, whose "acc" is then that stage). Each step of
+    `depth` along k, the block's threads copy its A and B panels to shared memory
+    (`cache_read("shared")` at that loop, 16 bytes a thread at a time), `stages` steps in
+    flight (`double_buffer`; 3 stages of 64 take 107 KB of shared memory, which the kernel
+    asks for at launch), from where the warps load fragments (`ldmatrix`); each warp loads
+    the first fragments of its next step before it multiplies the last of this one, and
+    issues the copies between its first multiplies (`lower/pipeline_tensor_calls.py`). For C
+    of 2048 x 2048 and more, blocks of 256 x 128 (8 warps) in 4 stages are faster on sm_90
+    (217 KB of its 227; docs/gpu.md). C's tiles shift inwards, so any C of at least a block
+    is whole tiles, and k must be whole steps of `depth` (a warp array can't take the
+    element-by-element loops of a tail): other sizes are refused before running
+    (`BoundsError`); for any k, pad it (`algorithm_fp16(k_step=depth)`, whose panel copies
+    are slower: they test each element). Below about 2048 x 2048, blocks of 128 x 64 (warps
+    of 64 x 32, k steps of 64 in 3 stages) keep more of the GPU busy."""
     i, j = halo.vars("i j")
     io, jo, ii, ji, wi, wj, ti, tj, ko, ki = halo.vars("io jo ii ji wi wj ti tj ko ki")
     C = funcs["C"]
     warps = (block[0] // warp[0], block[1] // warp[1])
     mma = intrinsics.mma_f16_f32(warp[0], warp[1], depth)
-    C_acc = C.cache_write("local")
+    C_acc = _accumulators(funcs, "local")
     C.tile(i, j, io, jo, ii, ji, *block).gpu_blocks(io, jo)
     C.tile(ii, ji, wi, wj, ti, tj, *warp).gpu_threads(wi, wj)
-    C.tensorize(ti, intrinsics.mma_f32_store(*warp))
+    C.tensorize(ti, intrinsics.mma_f32_store(*warp, out=C.type))
     C_acc.compute_at(C, jo)
     C_acc.tile(i, j, wi, wj, ti, tj, *warp).gpu_threads(wi, wj).tensorize(ti, mma)
     update = C_acc.update(0)
@@ -223,7 +237,7 @@ def gpu_schedule_tensor_core_shared(funcs, block: tuple[int, int] = (64, 64),
     C, A, B = funcs["C"], funcs["A_in"], funcs["B_in"]
     warps = (block[0] // warp[0], block[1] // warp[1])
     mma = intrinsics.mma_f16_f32(warp[0], warp[1], depth)
-    C_shared = C.cache_write("shared")
+    C_shared = _accumulators(funcs, "shared")
 
     def threads(stage, rows, columns, shape) -> None:
         """The block's threads (tz, ty: a warp; tx: its lanes) over a 2-D stage of

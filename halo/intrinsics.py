@@ -28,8 +28,9 @@ tile once per call.
   (`mma.sync`, float16 x float16 summed into float32; docs/gpu.md, "Tensor cores"):
       spec[i, j] = 0.0
       spec[i, j] += float32(a[i, k]) * float32(b[k, j])
-  and `mma_f32_store(rows, columns)`, the copy `spec[i, j] = acc[i, j]` of its
-  accumulators out of the warp's registers.
+  and `mma_f32_store(rows, columns, out=float32)`, the copy `spec[i, j] = acc[i, j]` of
+  its accumulators out of the warp's registers (`float16(acc[i, j])` with
+  `out=halo.float16`).
 bf16 (`vdpbf16ps` on the host, bf16 tensor cores) is not here: halo has no bfloat16 type,
 so no spec can say what it computes. Each emitter refuses a backend it doesn't write.
 """
@@ -38,7 +39,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from halo.errors import DefinitionError, ScheduleError
-from halo.ir.types import float16, float32, int8, int32, uint8
+from halo.ir.types import Type, float16, float32, int8, int32, uint8
 from halo.lang.expr import cast
 from halo.lang.func import Func
 from halo.lang.inputs import ImageParam
@@ -376,49 +377,60 @@ def mma_f16_f32(rows: int = 32, columns: int = 32, depth: int = 64) -> Intrinsic
     return Intrinsic(name, spec, emit=update, init=init, update=update, scope="warp")
 
 
-def mma_f32_store(rows: int = 32, columns: int = 32) -> Intrinsic:
+def mma_f32_store(rows: int = 32, columns: int = 32, out: Type = float32) -> Intrinsic:
     """A GPU warp's copy of a `rows x columns` float32 tile, for the copy-out of
     `mma_f16_f32`'s accumulators when they are a warp array (`cache_write("local")` at a
-    GPU block loop): `spec[i, j] = acc[i, j]`. Each lane writes the elements it holds, two
-    adjacent floats at once where aligned. From memory, the lanes copy element by
-    element. Scope "warp", target "cuda" only."""
-    call = f"halo.intrinsics.mma_f32_store({rows}, {columns})"
+    GPU block loop): `spec[i, j] = acc[i, j]`, or with `out=halo.float16`
+    `spec[i, j] = float16(acc[i, j])` (rounded to nearest even: an fp16 matmul's output,
+    half the bytes to write). Each lane writes the elements it holds, two adjacent ones at
+    once where aligned. From memory, the lanes copy element by element. Scope "warp",
+    target "cuda" only."""
+    half = out == float16
+    call = f"halo.intrinsics.mma_f32_store({rows}, {columns}" + \
+        (", out=halo.float16)" if half else ")")
     _positive(call, rows=rows, columns=columns)
+    if out not in (float32, float16):
+        raise DefinitionError(f"{call}: out must be halo.float32 or halo.float16, not {out}")
     if rows % _MMA or columns % _MMA_N:
         raise DefinitionError(f"{call}: rows must be a multiple of {_MMA} and columns of "
                               f"{_MMA_N}, a tensor-core accumulator tile")
     i, j = Var("i"), Var("j")
-    name = f"mma_f32_store_{rows}x{columns}"
+    name = f"mma_f32_store_{rows}x{columns}" + ("_f16" if half else "")
     acc = ImageParam(float32, 2, f"{name}_acc")
     spec = Func(f"{name}_spec")
-    spec[i, j] = acc[i, j]
+    spec[i, j] = cast(float16, acc[i, j]) if half else acc[i, j]
     spec.bound(i, 0, rows).bound(j, 0, columns)
     tiles = (rows // _MMA, columns // _MMA_N)
+    # One element, and two adjacent ones (the first in the lower half) at once
+    one = "__float2half_rn({})" if half else "{}"
+    pair_type, pair, size = ("__half2", "__floats2half2_rn({}, {})", 4) if half else \
+        ("float2", "make_float2({}, {})", 8)
 
     def emit(ctx) -> None:
         _require_cuda(ctx, call)
-        out, source = ctx.operand(spec.name), _Accumulator(ctx, call, ctx.operand(acc.name),
-                                                           tiles)
+        target, source = ctx.operand(spec.name), _Accumulator(ctx, call, ctx.operand(acc.name),
+                                                              tiles)
         if not source.in_registers:
             e = ctx.fresh("e")
             row, col = f"{e} / {columns}", f"{e} % {columns}"
+            value = one.format(f"{ctx.address(source.op, row, col)}[0]")
             ctx.line(f"for (int {e} = {ctx.lane}; {e} < {rows * columns}; {e} += 32) "
-                     f"{ctx.address(out, row, col)}[0] = {ctx.address(source.op, row, col)}[0];")
+                     f"{ctx.address(target, row, col)}[0] = {value};")
             return
         g, t = _lane_parts(ctx)
-        known = out.constant_strides[0]
-        pair = "false" if known is not None and known % 2 else " && ".join(
-            [f"((size_t){out.pointer} & 7) == 0",
-             *([f"({out.strides[0]}) % 2 == 0"] if known is None else [])])
-        ctx.line(f"const bool {(aligned := ctx.fresh('pairs'))} = {pair};")
+        known = target.constant_strides[0]
+        aligned_pairs = "false" if known is not None and known % 2 else " && ".join(
+            [f"((size_t){target.pointer} & {size - 1}) == 0",
+             *([f"({target.strides[0]}) % 2 == 0"] if known is None else [])])
+        ctx.line(f"const bool {(aligned := ctx.fresh('pairs'))} = {aligned_pairs};")
         for r in range(tiles[0]):
             for c in range(tiles[1]):
                 values = source.tile(r, c)
                 for h in range(2):  # rows g and g + 8 of the tile
-                    p = ctx.address(out, f"{16 * r + 8 * h} + {g}", f"{8 * c} + 2 * {t}")
+                    p = ctx.address(target, f"{16 * r + 8 * h} + {g}", f"{8 * c} + 2 * {t}")
                     lo, hi = (f"{values}[{2 * h + q}]" for q in range(2))
-                    ctx.line(f"if ({aligned}) *(float2*){p} = make_float2({lo}, {hi}); "
-                             f"else {{ {p}[0] = {lo}; {p}[1] = {hi}; }}")
+                    ctx.line(f"if ({aligned}) *({pair_type}*){p} = {pair.format(lo, hi)}; "
+                             f"else {{ {p}[0] = {one.format(lo)}; {p}[1] = {one.format(hi)}; }}")
 
     return Intrinsic(name, spec, emit=emit, scope="warp")
 

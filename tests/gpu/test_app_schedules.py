@@ -162,6 +162,32 @@ def test_matmul_tensor_core_k_loops_pipelined_or_not(sizes, n, k, m, padded):
     _check_fp16_matmul(A, B, C, n, k, m)
 
 
+@pytest.mark.parametrize(("schedule", "sizes"), [
+    (matmul.gpu_schedule_tensor_core, {}),
+    (matmul.gpu_schedule_tensor_core, {"block": (256, 128), "depth": 64, "stages": 4}),
+    (matmul.gpu_schedule_tensor_core_shared, {})], ids=["registers", "256x128", "shared"])
+@pytest.mark.parametrize(("n", "k", "m"), [(256, 64, 128), (263, 192, 257), (257, 640, 131)])
+def test_matmul_tensor_core_with_a_float16_output(schedule, sizes, n, k, m):
+    """C rounded to float16 (as PyTorch's fp16 matmul returns it): whole tiles, tiles
+    shifted inwards (C of one 256 x 128 block or more). The reference rounds float32
+    sums taken in another order, which may differ from the GPU's by k float32 roundings
+    of the terms' magnitudes: apart by at most that and one float16 step."""
+    A, B, C, funcs = matmul.algorithm_fp16(out=halo.float16)
+    schedule(funcs, **sizes)
+    a = (RNG.random((n, k)) - 0.5).astype(np.float16)
+    b = (RNG.random((k, m)) - 0.5).astype(np.float16)
+    inputs = {A: a, B: b}
+    out = C.realize((n, m), inputs=inputs, target="cuda")
+    assert out.dtype == np.float16
+    expected = halo.reference(C, (n, m), inputs=inputs)
+    orders = k * 2.0**-24 * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    step = np.spacing(np.abs(expected)).astype(np.float64)
+    assert np.all(np.abs(out.astype(np.float64) - expected) <= step + orders)
+    torch = pytest.importorskip("torch")
+    theirs = (torch.from_numpy(a).cuda() @ torch.from_numpy(b).cuda()).cpu().numpy()
+    np.testing.assert_allclose(out, theirs, rtol=2e-3, atol=2e-3)
+
+
 @pytest.mark.parametrize(("n", "k", "m", "needs"), [
     (100, 64, 200, "every shift_inwards tile around it whole"),
     (128, 45, 128, "every call of mma_f16_f32_64x64x64 on a whole tile")])

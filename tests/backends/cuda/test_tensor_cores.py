@@ -191,6 +191,34 @@ def test_the_register_tensor_core_matmul_keeps_its_accumulators_in_registers(tmp
     assert count and count % per_call == 0, count
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("accumulators", ["registers", "shared"])
+def test_a_float16_output_is_rounded_from_the_float32_sums(tmp_path, accumulators):
+    """`algorithm_fp16(out=halo.float16)`: the sums stay float32 ("acc", in the warps'
+    registers or in shared memory) and are rounded to nearest even once, on the way out:
+    two at a time (`__floats2half2_rn`) by the copy-out intrinsic, or one at a time by
+    the block's threads."""
+    A, B, C, funcs = matmul.algorithm_fp16(out=halo.float16)
+    if accumulators == "registers":
+        matmul.gpu_schedule_tensor_core(funcs, warp=(64, 32))
+        assert ".tensorize(ti, mma_f32_store_64x32_f16)" in halo.schedule_source(C)
+    else:
+        matmul.gpu_schedule_tensor_core_shared(funcs)
+    assert C.type == halo.float16 and funcs["acc"].type == halo.float32
+    ptx = _ptx(tmp_path, C)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
+    rounded = "cvt.rn.f16x2.f32" if accumulators == "registers" else "cvt.rn.f16.f32"
+    assert rounded in ptx
+    assert "st.global.f32" not in ptx and "st.global.v2.f32" not in ptx
+
+
+def test_the_copy_out_takes_float32_or_float16_only():
+    assert message(lambda: intrinsics.mma_f32_store(32, 32, out=halo.int32),
+                   halo.DefinitionError) == (
+        "halo.intrinsics.mma_f32_store(32, 32): out must be halo.float32 or halo.float16, "
+        "not int32")
+
+
 def _ptx(tmp_path, f: halo.Func) -> str:
     """`f`'s CUDA C compiled to PTX for sm_90."""
     path = tmp_path / "tc.cu"
