@@ -79,12 +79,21 @@ def _spend(budget: list[int]) -> None:
 
 
 def _lifted_bound(e: n.Expr) -> int | None:
-    """The bound of `e` with its mins and maxes lifted to the top, or None."""
-    budget = [_MAX_LIFTED_NODES]
-    try:
-        return _bound_of_lifted(_lift(e, budget))
-    except _TooBig:
-        return None
+    """The smaller bound of `e` with its mins and maxes lifted to the top, the left
+    operand's first or the right one's, or None. The order decides which of them ends up
+    outside, and the bounds of the leaves see only the outer: `min(a + 7, m) - min(a, m)`
+    lifted left first is `min(max(7, a + 7 - m), max(m - a, 0))`, whose leaves aren't
+    bounded alone; right first, `max(min(7, m - a), min(a + 7 - m, 0))` is at most 7."""
+    found = []
+    for right_first in (False, True):
+        budget = [_MAX_LIFTED_NODES]
+        try:
+            bound = _bound_of_lifted(_lift(e, budget, right_first))
+        except _TooBig:
+            continue
+        if bound is not None:
+            found.append(bound)
+    return min(found) if found else None
 
 
 def _bound_of_lifted(e: n.Expr) -> int | None:
@@ -101,27 +110,31 @@ def _bound_of_lifted(e: n.Expr) -> int | None:
 _FLIPPED = {n.Min: n.Max, n.Max: n.Min}
 
 
-def _lift(e: n.Expr, budget: list[int]) -> n.Expr:
-    """`e` with no min or max under a sum, a difference or a constant multiple."""
+def _lift(e: n.Expr, budget: list[int], right_first: bool) -> n.Expr:
+    """`e` with no min or max under a sum, a difference or a constant multiple; where
+    both operands of one have them, the left operand's outside (or the right one's)."""
     _spend(budget)
     match e:
         case n.Min(a=a, b=b) | n.Max(a=a, b=b):
-            return type(e)(_lift(a, budget), _lift(b, budget))
+            return type(e)(_lift(a, budget, right_first), _lift(b, budget, right_first))
         case n.Add(a=a, b=b) | n.Sub(a=a, b=b):
-            return _combine(type(e), _lift(a, budget), _lift(b, budget), budget)
+            return _combine(type(e), _lift(a, budget, right_first),
+                            _lift(b, budget, right_first), budget, right_first)
         case n.Mul(a=a, b=n.Const(value=c)):
-            return _scale(_lift(a, budget), e.b, c, budget)
+            return _scale(_lift(a, budget, right_first), e.b, c, budget)
     return e
 
 
-def _combine(op, a: n.Expr, b: n.Expr, budget: list[int]) -> n.Expr:
+def _combine(op, a: n.Expr, b: n.Expr, budget: list[int], right_first: bool) -> n.Expr:
     """op(a, b) for op Add or Sub, with the mins and maxes of a and b lifted above it."""
     _spend(budget)
-    if type(a) in _FLIPPED:
-        return type(a)(_combine(op, a.a, b, budget), _combine(op, a.b, b, budget))
+    if type(a) in _FLIPPED and not (right_first and type(b) in _FLIPPED):
+        return type(a)(_combine(op, a.a, b, budget, right_first),
+                       _combine(op, a.b, b, budget, right_first))
     if type(b) in _FLIPPED:
         lifted = type(b) if op is n.Add else _FLIPPED[type(b)]  # x - min(p, q) = max(...)
-        return lifted(_combine(op, a, b.a, budget), _combine(op, a, b.b, budget))
+        return lifted(_combine(op, a, b.a, budget, right_first),
+                      _combine(op, a, b.b, budget, right_first))
     return op(a, b)
 
 
@@ -135,6 +148,13 @@ def _scale(a: n.Expr, factor: n.Const, c, budget: list[int]) -> n.Expr:
 
 def _limit(xs: list[n.Expr]) -> list[n.Expr]:
     return xs[:_MAX_CANDIDATES]
+
+
+def _either(xs: list[n.Expr], ys: list[n.Expr]) -> list[n.Expr]:
+    """The candidates of both operands of a min (or max), taken in turns, so that the
+    limit keeps each operand's first ones (`min(x, 0)` keeps 0 however many x has)."""
+    turns = itertools.chain.from_iterable(itertools.zip_longest(xs, ys))
+    return _limit([x for x in turns if x is not None])
 
 
 def _pairs(op, xs: list[n.Expr], ys: list[n.Expr]) -> list[n.Expr]:
@@ -155,7 +175,7 @@ def _lower(e: n.Expr) -> list[n.Expr]:
 def _weakened_upper(e: n.Expr) -> list[n.Expr]:
     match e:
         case n.Min(a=a, b=b):
-            return _limit([*_upper(a), *_upper(b)])
+            return _either(_upper(a), _upper(b))
         case n.Max(a=a, b=b):
             return _pairs(n.Max, _upper(a), _upper(b))
         case n.Add(a=a, b=b):
@@ -172,7 +192,7 @@ def _weakened_upper(e: n.Expr) -> list[n.Expr]:
 def _weakened_lower(e: n.Expr) -> list[n.Expr]:
     match e:
         case n.Max(a=a, b=b):
-            return _limit([*_lower(a), *_lower(b)])
+            return _either(_lower(a), _lower(b))
         case n.Min(a=a, b=b):
             return _pairs(n.Min, _lower(a), _lower(b))
         case n.Add(a=a, b=b):

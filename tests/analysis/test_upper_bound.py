@@ -54,6 +54,32 @@ def test_unbounded_is_none():
     assert constant_upper_bound(n.Sub(n.Min(t, e), n.Min(t, const(0)))) is None
 
 
+def test_a_window_clipped_at_its_end_only():
+    """The rows [t, t + 7] of a step clamped to the last row e - 1 at both ends (a
+    reduction split whose tail is guarded): min(t + 7, e - 1) - min(t, e - 1) + 1 <= 8.
+    Lifting the left min first leaves leaves bounded only together; the right one first
+    bounds them alone."""
+    last = n.Sub(e, const(1))
+    expr = n.Add(n.Sub(n.Min(n.Add(t, const(7)), last), n.Min(t, last)), const(1))
+    assert constant_upper_bound(expr) == 8
+    values = [_evaluate(expr, {"t": tv, "e": ev})
+              for tv, ev in itertools.product(range(-5, 20), range(0, 20))]
+    assert max(values) == 8
+
+
+def test_a_min_with_a_constant_keeps_the_constant_among_many_candidates():
+    """The threads over a tile's columns, 4 a thread, where the tile [s, s + 31] is
+    shifted inwards into a region [0, m] that is itself clipped: (min(m - s - 31, 0) + 31)
+    // 4 + 1 <= 8. The min's first operand weakens in more ways than the candidates kept
+    (m and s are mins and maxes), so its 0 must be among the first of them."""
+    m = n.Min(n.Add(n.Max(n.Sub(e, const(64)), const(0)), const(63)), n.Sub(e, const(1)))
+    s = n.Max(n.Min(n.Mul(n.Mod(t, n.Add(n.Div(m, const(32)), const(1))), const(32)),
+                    n.Sub(m, const(31))), const(0))
+    threads = n.Add(n.Div(n.Add(n.Min(n.Sub(n.Sub(m, s), const(31)), const(0)), const(31)),
+                          const(4)), const(1))
+    assert constant_upper_bound(threads) == 8
+
+
 def test_tile_split_again_inside_a_clipped_tile():
     """The region of rows of a tile [b, b + 31] (b clipped to the image) cut into steps of
     8 with the last step shifted inwards, plus a margin of 3: the same clipped start b
