@@ -141,8 +141,9 @@ def offers_cuda_dlpack(value: object) -> bool:
 
 
 def _check_array(inp: ImageParam | Buffer, value: object) -> np.ndarray:
-    if hasattr(value, "__cuda_array_interface__"):  # a GPU array (PyTorch, CuPy, PyCUDA)
-        interface = value.__cuda_array_interface__
+    # a GPU array (PyTorch, CuPy, PyCUDA); read once (PyTorch builds it at each read)
+    interface = getattr(value, "__cuda_array_interface__", None)
+    if interface is not None:
         check_device_array(inp, np.dtype(interface["typestr"]), tuple(interface["shape"]))
         return value
     if offers_cuda_dlpack(value):  # a GPU array that offers only DLPack: its dtype and

@@ -87,26 +87,40 @@ def is_device_array(a: object) -> bool:
     return hasattr(a, "__cuda_array_interface__") or offers_cuda_dlpack(a)
 
 
-def device_array(a: object, what: str) -> DeviceArray:
-    """`a` (through `__cuda_array_interface__`, else DLPack) as a DeviceArray; `what` names
-    it in errors."""
+def as_device_array(a: object, what: str) -> DeviceArray | None:
+    """`a` as a DeviceArray where it is a GPU array (through `__cuda_array_interface__`,
+    else DLPack), else None; `what` names it in errors. The interface is read once: a
+    PyTorch tensor builds it anew at each read, microseconds each."""
+    if type(a) is np.ndarray:
+        return None
     if isinstance(a, DeviceArray):  # (its fields as they are: no interface to build)
         _checked(a.pointer, a.shape, a.strides, a.dtype, a.readonly, a.owner, what)
         return a
-    if not hasattr(a, "__cuda_array_interface__"):
-        view = DLPackView(a)
-        if view.problem:
-            raise InputError(f"{what} is a GPU array of {view.problem}, which halo has no "
-                             "type for; pass an array of a halo dtype")
-        return _checked(view.pointer, view.shape, view.strides, view.dtype, False,
-                        (a, view.capsule), what)
-    interface = a.__cuda_array_interface__
-    dtype, shape = np.dtype(interface["typestr"]), tuple(int(s) for s in interface["shape"])
-    pointer, readonly = interface["data"]
-    strides = interface.get("strides")
-    strides = _contiguous_strides(shape, dtype) if strides is None else \
-        tuple(int(s) for s in strides)
-    return _checked(int(pointer), shape, strides, dtype, bool(readonly), a, what)
+    interface = getattr(a, "__cuda_array_interface__", None)
+    if interface is not None:
+        dtype, shape = np.dtype(interface["typestr"]), tuple(int(s) for s in interface["shape"])
+        pointer, readonly = interface["data"]
+        strides = interface.get("strides")
+        strides = _contiguous_strides(shape, dtype) if strides is None else \
+            tuple(int(s) for s in strides)
+        return _checked(int(pointer), shape, strides, dtype, bool(readonly), a, what)
+    if not offers_cuda_dlpack(a):
+        return None
+    view = DLPackView(a)
+    if view.problem:
+        raise InputError(f"{what} is a GPU array of {view.problem}, which halo has no "
+                         "type for; pass an array of a halo dtype")
+    return _checked(view.pointer, view.shape, view.strides, view.dtype, False,
+                    (a, view.capsule), what)
+
+
+def device_array(a: object, what: str) -> DeviceArray:
+    """`a`, a GPU array (`is_device_array`), as a DeviceArray; `what` names it in errors."""
+    found = as_device_array(a, what)
+    if found is None:
+        raise InputError(f"{what} is not a GPU array (it offers neither "
+                         "__cuda_array_interface__ nor DLPack of CUDA memory)")
+    return found
 
 
 def as_kind_of(result: DeviceArray, example: object) -> object:

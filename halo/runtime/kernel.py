@@ -21,9 +21,11 @@ from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
 from halo.lower.pipeline import Lowered
+from halo.lru_cache import LRUCache
 from halo.runtime.device_arrays import (
     DeviceArray,
     DeviceCall,
+    as_device_array,
     as_kind_of,
     check_size,
     device_array,
@@ -53,6 +55,9 @@ class Kernel:
                                if a.kind == "scalar" and a.name not in lowered.env.params}
         # {func name: stores} of the last call, with Target(count_stores=True).
         self.store_counts: dict[str, int] = {}
+        # The checked scalar arguments of recent calls, by the layouts of their arrays
+        # (shapes, strides) and their scalars: a call like one before skips the checks.
+        self._checked_calls: LRUCache[list] = LRUCache(capacity=16)
 
     def for_environment(self, env: Environment) -> Kernel:
         """This kernel, binding its inputs through `env`: another build of the same
@@ -107,20 +112,15 @@ class Kernel:
                        else np.empty(w.shape, w.dtype) for w in written]
             for name, a in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
                 check_size(a, f"array {name}")
-        call = f"{self.output_names[0]}.realize(...)"
-        origin = checked_origin(origin, written[0].ndim, call)
-        checked_region(origin, written[0].shape, call)
-        values: dict[str, object] = dict(scalars)
-        for name, arr in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
-            for i in range(arr.ndim):
-                values[f"{name}.extent.{i}"] = arr.shape[i]
-                values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
-                values[f"{name}.min.{i}"] = origin[i] if name in self.output_names else 0
-        for name, (t, description) in self._array_scalars.items():
-            values[name] = checked_scalar(t, values[name], description)
-        self._check_regions(values)
+        named_arrays = [*arrays.items(), *zip(self.output_names, written, strict=True)]
+        if origin is None:  # the same layouts and scalars as a call before: checked then
+            layout = (tuple((a.shape, a.strides) for _, a in named_arrays),
+                      tuple(scalars.values()))
+            scalar_values = self._checked_calls.get(
+                layout, lambda: self._checked_scalars(named_arrays, scalars, origin))
+        else:
+            scalar_values = self._checked_scalars(named_arrays, scalars, origin)
         counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
-        scalar_values = [values[s] for s in self.scalar_names]
         if on_gpu:
             self._run_on_gpu(arrays, written, scalar_values)
             for o, w in zip(outs, written, strict=True):
@@ -135,6 +135,24 @@ class Kernel:
         if self.target.count_stores:
             self.store_counts = dict(zip(self.lowered.counted, counts.tolist(), strict=True))
         return outs
+
+    def _checked_scalars(self, named_arrays: list, scalars: dict, origin) -> list:
+        """The scalar arguments of a call on `named_arrays` (name, array: inputs, then what
+        the outputs are written to), each checked, after the region checks pass."""
+        call = f"{self.output_names[0]}.realize(...)"
+        output = dict(named_arrays)[self.output_names[0]]
+        origin = checked_origin(origin, output.ndim, call)
+        checked_region(origin, output.shape, call)
+        values: dict[str, object] = dict(scalars)
+        for name, arr in named_arrays:
+            for i in range(arr.ndim):
+                values[f"{name}.extent.{i}"] = arr.shape[i]
+                values[f"{name}.stride.{i}"] = arr.strides[i] // arr.itemsize
+                values[f"{name}.min.{i}"] = origin[i] if name in self.output_names else 0
+        for name, (t, description) in self._array_scalars.items():
+            values[name] = checked_scalar(t, values[name], description)
+        self._check_regions(values)
+        return [values[s] for s in self.scalar_names]
 
     def _run_on_gpu(self, arrays: dict, written: list, scalar_values: list) -> None:
         """Call the GPU pipeline: NumPy arrays through device copies (DeviceCall)."""
@@ -181,12 +199,13 @@ class Kernel:
 
 def _on_target(a: object, what: str, on_gpu: bool) -> np.ndarray | DeviceArray:
     """`a` as the target's code takes it: a GPU array as a DeviceArray (GPU targets only)."""
-    if not is_device_array(a):
-        return a
-    if not on_gpu:
+    if on_gpu:
+        found = as_device_array(a, what)
+        return a if found is None else found
+    if is_device_array(a):
         raise InputError(f"{what} is a GPU array, but this pipeline was compiled for the "
                          "host; compile it with target='cuda', or pass a NumPy array")
-    return device_array(a, what)
+    return a
 
 
 def _shape(a: object) -> tuple[int, ...]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
 import pytest
 
+import halo
 from halo.analysis.python_source import _div, _mod, python_source
 from halo.analysis.simplify import simplify
 from halo.errors import InternalError
@@ -105,3 +107,31 @@ def test_a_check_under_a_condition_runs_only_when_it_holds():
     assert run({"a": 10, "b": 4, "p": 0.25}) is None
     assert run({"a": 10, "b": 4, "p": 0.75}) == (check, 0, 13, 0, 4)
     assert run({"a": 0, "b": 4, "p": 0.75}) is None
+
+
+def test_a_call_like_one_before_skips_the_checks_and_any_other_is_checked():
+    """A Kernel keeps the checked scalars of a call by its arrays' shapes and strides and
+    its scalars: the same again runs without checking, but another size, another view or
+    another Param value is checked (and refused where it reads past an input), and a
+    refused call is refused again."""
+    x = halo.Var("x")
+    inp, shift = halo.ImageParam(halo.float32, 1, "inp"), halo.Param(halo.int32, "shift", 0)
+    f = halo.Func("f")
+    f[x] = inp[x + shift] * 2.0
+    kernel = f.compile()
+    data = np.arange(10, dtype=np.float32)
+    calls = []
+    checks = kernel._checked_scalars
+    kernel._checked_scalars = lambda *args: calls.append(args) or checks(*args)
+    for _ in range(3):
+        np.testing.assert_array_equal(kernel((8,), inp=data), data[:8] * 2)
+    assert len(calls) == 1
+    np.testing.assert_array_equal(kernel((8,), inp=data, shift=2), data[2:] * 2)
+    np.testing.assert_array_equal(kernel((5,), inp=data[::2]), data[::2] * 2)
+    assert len(calls) == 3
+    for _ in range(2):
+        with pytest.raises(halo.BoundsError, match="inp"):
+            kernel((8,), inp=data, shift=3)
+        with pytest.raises(halo.BoundsError, match="inp"):
+            kernel((11,), inp=data)
+    assert len(calls) == 7
