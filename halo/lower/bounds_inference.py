@@ -28,6 +28,7 @@ from halo.errors import BoundsError, InternalError
 from halo.ir import nodes as n
 from halo.ir.nodes import const
 from halo.ir.printer import expr_to_str
+from halo.ir.substitute import substitute
 from halo.ir.visitor import IRMutator, rewrite, walk
 from halo.lower.context import LowerContext
 from halo.schedule.records import PlacementKind
@@ -187,6 +188,22 @@ def _stage_lets(name: str, pure_region, required, ctx: LowerContext,
     return lets
 
 
+def _update_lets_as(name: str, required, ctx: LowerContext) -> dict[str, n.Expr]:
+    """{let: value} of the bounds `_stage_lets` gives the pure loops of `name`'s updates:
+    `required`'s."""
+    f = ctx.env.funcs[name]
+    dim_of = {v.name: i for i, v in enumerate(f.args)}
+    values: dict[str, n.Expr] = {}
+    for k, d in enumerate(f.definitions):
+        if k == 0:
+            continue
+        for v in d.pure_var_names():
+            prefix = ctx.stage_prefix(name, k) + v
+            values[prefix + ".min"] = required[dim_of[v]].min
+            values[prefix + ".max"] = required[dim_of[v]].max
+    return values
+
+
 def _from_min(min_name: str, iv: Interval, simplifier: Simplifier) -> n.Expr:
     """`iv.max`, as `min + c` when the extent is the constant c + 1 (a tile's region), so
     that the simplifier, which substitutes such lets, cancels differences of the two."""
@@ -218,6 +235,11 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
     if updates:
         touched = boxes_touched(n.Block(tuple(updates)), name, calls=True, provides=True,
                                 simplifier=simplifier, accessed=accessed)
+        # The updates' pure loops run over `required` (their lets, below): said so, what
+        # they touch there is `required` itself, and the union drops a min(a, a) that the
+        # simplifier, which doesn't see through those lets, would keep. (A register
+        # array's indices are then constants: an rfactor'd stage's slot of v was not.)
+        covered = _update_lets_as(name, required, ctx)
         pure_region = []
         for i, (req, iv) in enumerate(zip(required, touched, strict=True)):
             if not iv.is_bounded:
@@ -225,6 +247,7 @@ def _compute_lets(pc: n.ProducerConsumer, name: str, ctx: LowerContext,
                     f"{name}'s update definitions write or read {name} at an index halo can't "
                     f"bound in dimension {i}; clamp the index into the range {name} should "
                     "cover (e.g. halo.clamp(idx, 0, bins - 1))")
+            iv = Interval(substitute(iv.min, covered), substitute(iv.max, covered))
             pure_region.append(Interval.union(req, iv))
     lets = _stage_lets(name, pure_region, required, ctx, simplifier)
     return [(nm, simplifier.expr(v)) for nm, v in lets]

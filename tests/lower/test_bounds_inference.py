@@ -142,6 +142,32 @@ def test_update_stage_covers_the_consumer_reads_and_pure_stage_covers_the_update
     assert got == [6, 15, 6, 15]
 
 
+def test_pure_stage_of_an_update_over_its_own_loops_is_the_required_region_itself():
+    """g[x] += ... over g's own x: what the update touches is the region its pure loops
+    run over, so the pure stage's bounds are the required region, not min(it, the
+    update's bounds): written so, a register array's indices fold to constants."""
+    inp = halo.ImageParam(halo.int32, 1, "inp")
+    r = halo.RDom((0, 3), name="r")
+    g, f = halo.Func("g"), halo.Func("f")
+    g[x] = x
+    g[x] += inp[x + r.x]
+    f[x] = g[x + 1]
+    f.split(x, xo, xi, 4)
+    g.compute_at(f, xo)
+    stmt, _ = lowered(f)
+    lets = lets_of(stmt)
+    for end in ("min", "max"):
+        value = lets[f"g.s0.x.{end}"]
+        assert not any(isinstance(v, n.Var) and v.name.startswith("g.s1.")
+                       for v in nodes_of(value, n.Var)), value
+    # f's tiles of 4 over [5, 14], the last shifted inwards; g read at x + 1
+    for tile, (lo, hi) in enumerate([(6, 9), (10, 13), (12, 15)]):
+        at = {**OUT_1D, "f.s0.x.xo": tile}
+        for k in (0, 1):
+            assert [evaluate(lets[f"g.s{k}.x.{end}"], at, lets)
+                    for end in ("min", "max")] == [lo, hi]
+
+
 def test_pure_stage_of_a_scatter_also_covers_the_points_the_update_writes():
     """g[x] = 0; g[r.x + 20] += 1 for r in [0, 3): the pure stage covers the read region
     and [20, 22], so every point the update reads was initialized."""
