@@ -175,33 +175,30 @@ def _stage_lets(name: str, pure_region, required, ctx: LowerContext,
                 simplifier: Simplifier):
     """Lets for the pure dimensions of every stage: updates over `required`, the pure
     stage over `pure_region`. Update lets come first (the pure region may refer to them)."""
-    f = ctx.env.funcs[name]
-    dim_of = {v.name: i for i, v in enumerate(f.args)}
     lets: list[tuple[str, n.Expr]] = []
-    for k, d in reversed(list(enumerate(f.definitions))):
+    for k in reversed(range(len(ctx.env.funcs[name].definitions))):
         region = pure_region if k == 0 else required
-        for v in d.pure_var_names():
-            i = dim_of[v]
-            prefix = ctx.stage_prefix(name, k) + v
+        for i, prefix in _pure_dims(name, k, ctx):
             lets += [(prefix + ".min", region[i].min),
                      (prefix + ".max", _from_min(prefix + ".min", region[i], simplifier))]
     return lets
 
 
+def _pure_dims(name: str, k: int, ctx: LowerContext) -> list[tuple[int, str]]:
+    """(dimension, name prefix of its bounds' lets) of each pure loop of stage k of
+    `name`."""
+    f = ctx.env.funcs[name]
+    dim_of = {v.name: i for i, v in enumerate(f.args)}
+    return [(dim_of[v], ctx.stage_prefix(name, k) + v)
+            for v in f.definitions[k].pure_var_names()]
+
+
 def _update_lets_as(name: str, required, ctx: LowerContext) -> dict[str, n.Expr]:
     """{let: value} of the bounds `_stage_lets` gives the pure loops of `name`'s updates:
     `required`'s."""
-    f = ctx.env.funcs[name]
-    dim_of = {v.name: i for i, v in enumerate(f.args)}
-    values: dict[str, n.Expr] = {}
-    for k, d in enumerate(f.definitions):
-        if k == 0:
-            continue
-        for v in d.pure_var_names():
-            prefix = ctx.stage_prefix(name, k) + v
-            values[prefix + ".min"] = required[dim_of[v]].min
-            values[prefix + ".max"] = required[dim_of[v]].max
-    return values
+    return {prefix + end: getattr(required[i], end[1:])
+            for k in range(1, len(ctx.env.funcs[name].definitions))
+            for i, prefix in _pure_dims(name, k, ctx) for end in (".min", ".max")}
 
 
 def _from_min(min_name: str, iv: Interval, simplifier: Simplifier) -> n.Expr:

@@ -127,14 +127,20 @@ def test_bound_smaller_than_the_reads_fails_at_run_time():
         f.realize((8,), inputs={"inp": image}, origin=(1,))
 
 
-def test_update_stage_covers_the_consumer_reads_and_pure_stage_covers_the_updates():
-    """g[x] = x; g[x + 0] += ... read by f at g[x + 1]: both stages cover [min+1, max+1]."""
+def updated_and_read_one_ahead():
+    """(g, f): g[x] = x; g[x] += inp[x + r.x] over r in [0, 3); f[x] = g[x + 1]."""
     inp = halo.ImageParam(halo.int32, 1, "inp")
     r = halo.RDom((0, 3), name="r")
     g, f = halo.Func("g"), halo.Func("f")
     g[x] = x
     g[x] += inp[x + r.x]
     f[x] = g[x + 1]
+    return g, f
+
+
+def test_update_stage_covers_the_consumer_reads_and_pure_stage_covers_the_updates():
+    """g[x] = x; g[x + 0] += ... read by f at g[x + 1]: both stages cover [min+1, max+1]."""
+    _, f = updated_and_read_one_ahead()
     stmt, _ = lowered(f)
     lets = lets_of(stmt)
     got = [evaluate(lets[nm], OUT_1D, lets)
@@ -146,12 +152,7 @@ def test_pure_stage_of_an_update_over_its_own_loops_is_the_required_region_itsel
     """g[x] += ... over g's own x: what the update touches is the region its pure loops
     run over, so the pure stage's bounds are the required region, not min(it, the
     update's bounds): written so, a register array's indices fold to constants."""
-    inp = halo.ImageParam(halo.int32, 1, "inp")
-    r = halo.RDom((0, 3), name="r")
-    g, f = halo.Func("g"), halo.Func("f")
-    g[x] = x
-    g[x] += inp[x + r.x]
-    f[x] = g[x + 1]
+    g, f = updated_and_read_one_ahead()
     f.split(x, xo, xi, 4)
     g.compute_at(f, xo)
     stmt, _ = lowered(f)
