@@ -333,6 +333,19 @@ class IntervalAnalysis:
             if e.type.is_integer:
                 return Interval.point(n.const(0, e.type))
             return Interval.everything()
+        if b.is_point and e.type.is_integer:
+            # One divisor of unknown value: a // b is monotonic in a, one way or the
+            # other (a // 0 == 0 at both ends), so the ends of a give the ends of a // b.
+            # A fused loop's `gc // C` over [0, G * C - 1] stays below G, not G * C.
+            def by(x: n.Expr) -> n.Expr:
+                return n.Div(x, b.min)
+            low, high = self._apply(by, a.min), self._apply(by, a.max)
+            if self._nonnegative(b.min):
+                return self._simplified(low, high)
+            if self._nonnegative(n.Sub(n.const(0, e.type), b.min)):
+                return self._simplified(high, low)
+            if a.is_bounded:
+                return self._simplified(n.Min(low, high), n.Max(low, high))
         if self._positive(b.min) or self._negative(b.max):
             return self._div_by_signed(e, a, b, self._positive(b.min))
         if not e.type.is_integer:

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from halo.analysis.interval import Interval, bounds_of_expr
+from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
 from halo.ir.printer import expr_to_str
+from halo.ir.substitute import substitute
 from halo.ir.types import Type, bool_, float32, int16, int32, uint8, uint32
 
 x, y, m, e = (n.Var(name) for name in ("x", "y", "m", "e"))
@@ -267,8 +269,28 @@ def test_loop_relaxation_example() -> None:
 def test_division_by_a_divisor_of_unknown_value() -> None:
     """An integer divided by a value >= 0 (an array's extent) keeps its sign and shrinks
     (x // 0 == 0); by any value, it stays within [-|a|, |a|] (issue 12)."""
-    extent = n.Var("inp.extent.0")
-    assert bounds(n.Div(x, extent), x=iv(0, 9)) == "[0, 9]"
-    assert bounds(n.Div(x, n.Add(extent, c(2))), x=iv(-4, 9)) == "[-4, 9]"
-    assert bounds(n.Div(x, y), x=iv(-4, 9)) == "[-9, 9]"
+    assert bounds(n.Div(x, y), x=iv(0, 9), y=iv(0, None)) == "[0, 9]"
+    assert bounds(n.Div(x, y), x=iv(-4, 9), y=iv(0, 5)) == "[-4, 9]"
+    assert bounds(n.Div(x, y), x=iv(-4, 9), y=iv(-2, 3)) == "[-9, 9]"
     assert bounds(n.Div(x, y), x=iv(None, 9)) == "[None, None]"
+
+
+def test_division_by_one_divisor_of_unknown_value_but_known_sign() -> None:
+    """One divisor (not a range of them) of known sign keeps a // b monotonic in a, so
+    each end divides: a fused loop's `gc // C` over [0, G * C - 1] stays below G (the
+    whole-tile test of a split-K convolution's groups failed on G * C - 1)."""
+    extent = n.Var("inp.extent.0")
+    assert bounds(n.Div(x, extent), x=iv(0, 9)) == "[0, 9 // inp.extent.0]"
+    assert bounds(n.Div(x, n.Add(extent, c(2))), x=iv(-4, 9)) == \
+        "[-4 // (inp.extent.0 + 2), 9 // (inp.extent.0 + 2)]"
+    negative = n.Sub(c(0), extent)
+    assert bounds(n.Div(x, negative), x=iv(-4, 9)) == \
+        "[9 // (0 - inp.extent.0), -4 // (0 - inp.extent.0)]"
+    groups, blocks = n.Max(y, c(0)), n.Max(m, c(0))
+    fused = n.Sub(n.Mul(groups, blocks), c(1))
+    top = bounds_of_expr(n.Div(x, blocks), {"x": Interval(c(0), fused)}).max
+    for g_count, b_count in [(4, 2), (1, 1), (3, 7), (5, 0)]:
+        assert simplify(substitute(top, {"y": c(g_count), "m": c(b_count)})).value == \
+            (g_count - 1 if b_count else 0)
+    # y of either sign: the one divisor still gives the ends
+    assert bounds(n.Div(x, y), x=iv(-4, 9)) == "[min(-4 // y, 9 // y), max(-4 // y, 9 // y)]"
