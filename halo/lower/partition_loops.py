@@ -30,6 +30,7 @@ also looked for under the loops inside it (an update's reduction loops).
 """
 from __future__ import annotations
 
+from halo.analysis.conditions import and_all, conjuncts, is_index_condition, slack
 from halo.analysis.interval import Interval, bounds_of_expr
 from halo.analysis.simplify import simplify
 from halo.analysis.simplify.pattern import no_overflow
@@ -38,8 +39,6 @@ from halo.ir.nodes import ForKind, block
 from halo.ir.substitute import free_vars, substitute
 from halo.ir.visitor import IRMutator, rewrite, walk
 from halo.lower.context import LowerContext
-
-_COMPARISONS = (n.LT, n.LE)
 
 
 def partition_loops(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
@@ -94,12 +93,12 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
     for guard, lets, scope in _guards(loop.body, {}, looked_into if vector else None):
         inner = {name: r for name, r in scope.items() if name != loop.name}
         cond = simplify(substitute(guard.condition, lets))
-        if not _is_index_condition(cond):
+        if not is_index_condition(cond):
             continue
         fast = n.For(loop.name, loop.min, loop.extent, loop.kind,
                      _replace(loop.body, guard, guard.then_case))
         moving = {loop.name, *inner}
-        varying = [c for c in _conjuncts(cond) if free_vars(c) & moving]
+        varying = [c for c in conjuncts(cond) if free_vars(c) & moving]
         if not varying:
             return _branch(cond, _partition(fast, original), original)
         if not isinstance(loop.extent, n.Const):
@@ -108,7 +107,7 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
             # has a short tile, each iteration keeps its own choice (`loop`), so one
             # partial tile doesn't send every tile down the guarded path.
             serial = loop.kind is ForKind.SERIAL
-            steady = _steady_range(_and_all(varying), loop) if serial else None
+            steady = _steady_range(and_all(varying), loop) if serial else None
             if steady is None:
                 everywhere = _holds_over(cond, loop, inner)
                 if everywhere is not None:
@@ -124,8 +123,8 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
                                      part(start, end, original.body)),
                           part(end, last, original.body))
             # (conditions on enclosing loops only: hoisted around the split by them)
-            invariant = [c for c in _conjuncts(cond) if c not in varying]
-            return _branch(_and_all(invariant), split, original) if invariant else split
+            invariant = [c for c in conjuncts(cond) if c not in varying]
+            return _branch(and_all(invariant), split, original) if invariant else split
         # A loop of constant extent is a tile's inside, whose guard holds for whole tiles.
         everywhere = _holds_over(cond, loop, inner)
         if everywhere is not None and not free_vars(everywhere) & moving:
@@ -173,7 +172,7 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
             break
     if not conditions:
         return loop
-    steady = _steady_range(_and_all(conditions), loop)
+    steady = _steady_range(and_all(conditions), loop)
     if steady is None:
         return loop
     start, end = steady
@@ -193,8 +192,8 @@ def _can_pick(cond: n.Expr | None, name: str, spine: bool) -> bool:
     the loop variable (for a spine clamp, bounding it from above: true from the start)."""
     if cond is None or isinstance(cond, n.Const):
         return cond is not None and bool(cond.value)
-    signs = {_loop_sign(c, name) for c in _conjuncts(cond)}
-    return _is_index_condition(cond) and 0 not in signs and (not spine or signs == {-1})
+    signs = {_loop_sign(c, name) for c in conjuncts(cond)}
+    return is_index_condition(cond) and 0 not in signs and (not spine or signs == {-1})
 
 
 def _picked(e, picks: dict[n.Expr, n.Expr]):
@@ -204,7 +203,7 @@ def _picked(e, picks: dict[n.Expr, n.Expr]):
 def _loop_sign(c: n.Expr, name: str) -> int:
     """The sign of loop `name`'s coefficient in comparison `c`'s slack (-1: `c` bounds
     it from above; 0: not linear in it, or free of it)."""
-    form = _linear(simplify(_slack(c)), name)
+    form = _linear(simplify(slack(c)), name)
     return 0 if form is None or name not in free_vars(c) else (form[0] > 0) - (form[0] < 0)
 
 
@@ -337,32 +336,6 @@ def _replace(s: n.Stmt, old: n.Stmt, new: n.Stmt) -> n.Stmt:
     return rewrite(s, lambda node: new if node is old else None)
 
 
-def _is_index_condition(cond: n.Expr) -> bool:
-    """A conjunction of comparisons of index arithmetic (signed integers of 32 bits or
-    more, which don't wrap: a comparison's slack, `b - a >= 0`, means `a <= b` only
-    there) that reads no memory."""
-    if any(isinstance(e, (n.Load, n.Call)) for e in walk(cond)):
-        return False
-    return all(isinstance(c, _COMPARISONS) and no_overflow(c.a.type)
-               for c in _conjuncts(cond))
-
-
-def _conjuncts(cond: n.Expr) -> list[n.Expr]:
-    if isinstance(cond, n.And):
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
-
-
-def _slack(c: n.Expr) -> n.Expr:
-    """For an integer comparison, an expression that is >= 0 exactly when it holds."""
-    match c:
-        case n.LE(a=a, b=b):
-            return n.Sub(b, a)
-        case n.LT(a=a, b=b):
-            return n.Sub(n.Sub(b, a), n.const(1, a.type))
-    raise AssertionError(c)
-
-
 def _holds_over(cond: n.Expr, loop: n.For, inner: dict[str, Interval]) -> n.Expr | None:
     """A condition free of the loop variable (and of the loops `inner`, inside it) under
     which `cond` holds for every value of them, or None if interval arithmetic can't give
@@ -370,12 +343,12 @@ def _holds_over(cond: n.Expr, loop: n.For, inner: dict[str, Interval]) -> n.Expr
     scope = {loop.name: Interval(loop.min, simplify(n.Sub(n.Add(loop.min, loop.extent),
                                                           n.const(1)))), **inner}
     parts = []
-    for c in _conjuncts(cond):
-        low = _exact_low(simplify(_slack(c)), scope)
+    for c in conjuncts(cond):
+        low = _exact_low(simplify(slack(c)), scope)
         if low is None:
             return None
         parts.append(n.LE(n.const(0, low.type), low))
-    everywhere = simplify(_and_all(parts))
+    everywhere = simplify(and_all(parts))
     if isinstance(everywhere, n.Const) and not everywhere.value:
         return None
     return everywhere
@@ -395,20 +368,13 @@ def _exact_low(e: n.Expr, scope: dict[str, Interval]) -> n.Expr | None:
     return bounds_of_expr(e, scope).min
 
 
-def _and_all(parts: list[n.Expr]) -> n.Expr:
-    out = parts[0]
-    for p in parts[1:]:
-        out = n.And(out, p)
-    return out
-
-
 def _steady_range(cond: n.Expr, loop: n.For) -> tuple[n.Expr, n.Expr] | None:
     """[start, end) inside the loop's range where `cond` holds, when each of its
     comparisons is linear in the loop variable with a constant coefficient."""
     hi = n.Add(loop.min, loop.extent)
     start, end = loop.min, None
-    for c in _conjuncts(cond):
-        form = _linear(simplify(_slack(c)), loop.name)
+    for c in conjuncts(cond):
+        form = _linear(simplify(slack(c)), loop.name)
         if form is None or form[0] == 0:
             return None
         k, rest = form  # k * v + rest >= 0

@@ -26,6 +26,7 @@ from halo.lower.count_stores import count_stores, store_count_names
 from halo.lower.double_buffering import double_buffering
 from halo.lower.fuse_gpu_thread_loops import fuse_gpu_thread_loops
 from halo.lower.gpu_levels import gpu_levels
+from halo.lower.hoist_guards import hoist_guards
 from halo.lower.inject_virtual_threads import inject_virtual_threads
 from halo.lower.partition_loops import partition_loops
 from halo.lower.pipeline_tensor_calls import pipeline_tensor_calls
@@ -105,6 +106,9 @@ def passes(target: Target) -> list[tuple[str, Pass]]:
         # hoisted once per loop rather than once per unrolled copy, and vector code is
         # unmasked.
         ("partition_loops", partition_loops),
+        # After partitioning, which looks for guards where the schedule put them (its fast
+        # copies have none left); before unrolling, which would copy each guard.
+        ("hoist_guards", hoist_guards),
         # After simplification so extents are constants; before the final simplify so the
         # copies fold.
         ("unroll_loops", unroll_loops),

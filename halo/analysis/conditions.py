@@ -1,0 +1,67 @@
+"""Index conditions (a tail guard's `x < e`, a partition's `0 <= min(t * 8, e - 8)`): their
+conjuncts, their slack, and whether interval arithmetic proves one over variables' ranges."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from halo.analysis.interval import Interval, bounds_of_expr
+from halo.analysis.simplify import simplify
+from halo.analysis.simplify.pattern import no_overflow
+from halo.ir import nodes as n
+from halo.ir.visitor import walk
+
+_COMPARISONS = (n.LT, n.LE)
+_READS = (n.CallKind.FUNC, n.CallKind.INPUT)
+
+
+def conjuncts(cond: n.Expr) -> list[n.Expr]:
+    """The operands of a chain of boolean Ands (`cond` itself when it is none)."""
+    if isinstance(cond, n.And) and cond.type.is_bool:
+        return conjuncts(cond.a) + conjuncts(cond.b)
+    return [cond]
+
+
+def and_all(parts: list[n.Expr]) -> n.Expr:
+    out = parts[0]
+    for p in parts[1:]:
+        out = n.And(out, p)
+    return out
+
+
+def reads_memory(e: n.Expr) -> bool:
+    """Whether evaluating `e` loads from a buffer or calls a Func or input: such a value
+    can't be computed where it wasn't (its guard may be what keeps the read in bounds)."""
+    return any(isinstance(x, n.Load) or isinstance(x, n.Call) and x.kind in _READS
+               for x in walk(e))
+
+
+def is_index_condition(cond: n.Expr) -> bool:
+    """A conjunction of comparisons of index arithmetic (signed integers of 32 bits or
+    more, which don't wrap: a comparison's slack, `b - a >= 0`, means `a <= b` only
+    there) that reads no memory and calls nothing."""
+    if any(isinstance(e, (n.Load, n.Call)) for e in walk(cond)):
+        return False
+    return all(isinstance(c, _COMPARISONS) and no_overflow(c.a.type)
+               for c in conjuncts(cond))
+
+
+def slack(c: n.Expr) -> n.Expr:
+    """For an integer comparison, an expression that is >= 0 exactly when it holds."""
+    match c:
+        case n.LE(a=a, b=b):
+            return n.Sub(b, a)
+        case n.LT(a=a, b=b):
+            return n.Sub(n.Sub(b, a), n.const(1, a.type))
+    raise AssertionError(c)
+
+
+def proves(c: n.Expr, scope: Mapping[str, Interval]) -> bool:
+    """Whether the index comparison `c` holds for every value of the variables of
+    `scope` in their intervals (False where it can't tell)."""
+    if not is_index_condition(c) or isinstance(c, n.And):
+        return False
+    low = bounds_of_expr(simplify(slack(c)), scope).min
+    if low is None:
+        return False
+    holds = simplify(n.LE(n.const(0, low.type), low))
+    return isinstance(holds, n.Const) and bool(holds.value)

@@ -1,0 +1,109 @@
+"""hoist_guards: a guard's conjuncts move out of the serial, unrolled and vectorized loops
+they don't depend on (with the lets they read), and those that hold over the enclosing
+loops' ranges are dropped. Each test builds the IR the pass meets and checks its shape;
+the app schedules' results against halo.reference are the suites' (tests/correctness,
+tests/gpu) and the fuzzer's."""
+from __future__ import annotations
+
+import halo
+from apps import matmul
+from halo.ir import nodes as n
+from halo.ir.nodes import ForKind, const
+from halo.ir.printer import stmt_to_str
+from halo.ir.substitute import free_vars
+from halo.lang.environment import Environment
+from halo.lower.hoist_guards import hoist_guards
+from halo.lower.pipeline import lower
+
+from .conftest import nodes_of
+
+V = n.Var
+
+
+def loop(name: str, extent: int, body: n.Stmt, kind: ForKind = ForKind.UNROLLED) -> n.For:
+    return n.For(name, const(0), const(extent), kind, body)
+
+
+def store(index: n.Expr) -> n.Store:
+    return n.Store("acc", index, n.Load(halo.float32, "a", index))
+
+
+def hoisted(stmt: n.Stmt) -> str:
+    return stmt_to_str(hoist_guards(stmt, None)).strip()
+
+
+def test_a_guard_moves_out_of_the_loops_it_does_not_read_with_its_lets():
+    """The short tile of a reduction: `k < e` reads `ki` only, so it moves above the
+    register tile's loops (with the let `k`), and `j < 9` stays inside `jv`'s."""
+    body = n.LetStmt("k", n.Add(n.Mul(V("ko"), const(16)), V("ki")),
+                     n.LetStmt("j", n.Add(V("jv"), const(4)),
+                               n.IfThenElse(n.And(n.LT(V("j"), const(9)), n.LT(V("k"), V("e"))),
+                                            store(n.Add(V("j"), V("k"))))))
+    nest = loop("ki", 16, loop("iv", 4, loop("jv", 8, body)))
+    assert hoisted(nest) == "\n".join([
+        "for ki in unrolled(16):",
+        "  k = ko * 16 + ki",
+        "  if k < e:",
+        "    for iv in unrolled(4):",
+        "      for jv in unrolled(8):",
+        "        j = jv + 4",
+        "        if j < 9:",
+        "          acc[j + k] = a[j + k]"])
+
+
+def test_a_guard_that_holds_over_the_loops_around_it_is_dropped():
+    """`j < jm + 128` with `j = jm + tx * 8 + jv`, tx a thread loop of 16: it holds for
+    every thread and lane once `jm` cancels (the lets are substituted first); with 17
+    threads it doesn't."""
+    def nest(threads: int) -> n.Stmt:
+        body = n.LetStmt("j", n.Add(n.Add(V("jm"), n.Mul(V("tx"), const(8))), V("jv")),
+                         n.IfThenElse(n.LT(V("j"), n.Add(V("jm"), const(128))),
+                                      store(V("j"))))
+        return n.LetStmt("jm", n.Mul(V("jo"), const(128)),
+                         loop("tx", threads, loop("jv", 8, body), ForKind.GPU_THREAD))
+    assert not nodes_of(hoist_guards(nest(16), None), n.IfThenElse)
+    assert len(nodes_of(hoist_guards(nest(17), None), n.IfThenElse)) == 1
+
+
+def test_what_reads_memory_or_depends_on_the_loop_stays_inside():
+    """A condition that loads (its guard may keep the load in bounds), a let that loads,
+    and a guard on the loop variable stay where they are: nothing moves."""
+    reads = n.LT(n.Load(halo.int32, "lut", V("c")), const(3))
+    cases = [
+        n.IfThenElse(reads, store(V("x"))),
+        n.LetStmt("v", n.Load(halo.int32, "lut", V("c")),
+                  n.IfThenElse(n.LT(V("v"), const(3)), store(V("x")))),
+        n.IfThenElse(n.LT(V("x"), V("e")), store(V("x"))),
+    ]
+    for body in cases:
+        nest = loop("x", 8, body, ForKind.SERIAL)
+        assert hoist_guards(nest, None) == nest
+
+
+def test_gpu_thread_and_parallel_loops_keep_their_guards():
+    """A guard invariant in a thread loop stays inside it (thread loops are fused later,
+    around barriers), and a parallel loop's body stays one task."""
+    for kind in (ForKind.GPU_THREAD, ForKind.GPU_BLOCK, ForKind.PARALLEL):
+        nest = loop("t", 32, n.IfThenElse(n.LT(V("k"), V("e")), store(V("t"))), kind)
+        assert hoist_guards(nest, None) == nest
+
+
+def test_matmul_short_tiles_guard_the_reduction_step_not_each_multiply_add():
+    """The GPU matmul schedule's copies for short tiles: after the pass no guard is left
+    inside its unrolled register-tile loops that reads only the reduction step (16 per
+    step of 16 x 8 x 8 multiply-adds, not 1024)."""
+    *_, funcs = matmul.algorithm()
+    matmul.gpu_schedule(funcs)
+    target = halo.Target("cuda", arch="sm_90")
+    reduction = {"C_local.s1.k.x", "C_local.s1.k.x.ki"}
+
+    def guards_of_the_step(skip: tuple[str, ...]) -> list[n.IfThenElse]:
+        stmt = lower(Environment.of([funcs["C"]]), target, stop_after="hoist_guards",
+                     skip=skip).stmt
+        register_loops = [lp for lp in nodes_of(stmt, n.For)
+                          if lp.kind is ForKind.UNROLLED and lp.name == "C_local.s1.i.iv"]
+        assert len(register_loops) > 1  # (the steady state's and the short tiles')
+        return [g for lp in register_loops for g in nodes_of(lp.body, n.IfThenElse)
+                if free_vars(g.condition) & reduction]
+    assert guards_of_the_step(("hoist_guards",))
+    assert not guards_of_the_step(())
