@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -396,7 +397,11 @@ def main(argv=None) -> int:
             [f"tensor_core{n}" for n in (1024, 2048, 4096)] if case == "tensor_core" else \
             ["conv_relu_batch1", "conv_relu_batch32"] if case == "conv_relu" else [case]
         for name in names:
-            rows.extend(run_case(name, torch, timer, triton))
+            done = run_case(name, torch, timer, triton)
+            rows.extend(done)
+            # (progress: the table comes at the end, a case's compiles take up to 30 s)
+            print(f"{name}: " + "; ".join(f"{r['variant']} {r['ms']:.4f} ms" for r in done
+                                         if r["ms"] is not None), file=sys.stderr, flush=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "gpu_results.json").write_text(json.dumps({"device": device, "halo": halo.__version__,
