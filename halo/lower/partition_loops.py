@@ -114,14 +114,7 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
                     return _branch(everywhere, _partition(fast, original),
                                    original if serial else loop)
                 continue
-            start, end = steady
-            last = n.Add(loop.min, loop.extent)
-            def part(lo, hi, body):
-                return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
-            split = block(part(loop.min, start, original.body),
-                          _partition(part(start, end, fast.body),
-                                     part(start, end, original.body)),
-                          part(end, last, original.body))
+            split = _around(loop, *steady, fast.body, original.body)
             # (conditions on enclosing loops only: hoisted around the split by them)
             invariant = [c for c in conjuncts(cond) if c not in varying]
             return _branch(and_all(invariant), split, original) if invariant else split
@@ -175,15 +168,41 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
     steady = _steady_range(and_all(conditions), loop)
     if steady is None:
         return loop
-    start, end = steady
-    last = n.Add(loop.min, loop.extent)
-    fast_body = _picked(loop.body, picks)
+    return _around(loop, *steady, _picked(loop.body, picks), original.body)
 
-    def part(lo, hi, body):
-        return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
-    return block(part(loop.min, start, original.body),
-                 _partition(part(start, end, fast_body), part(start, end, original.body)),
-                 part(end, last, original.body))
+
+def _around(loop: n.For, start: n.Expr, end: n.Expr, fast: n.Stmt, body: n.Stmt) -> n.Stmt:
+    """`loop` as three loops: `body` (the original's) over [min, start), `fast` (further
+    partitioned) over [start, end), `body` over [end, last). Where the steady state splits
+    again (another guard's or clamp's range inside this one), its outer loops run `body`
+    too and merge with these: a loop gets one copy of `body` before its steady state and
+    one after, however many splits nest. A part of no iterations is left out."""
+    last = n.Add(loop.min, loop.extent)
+    steady = _partition(_part(loop, start, end, fast), _part(loop, start, end, body))
+    inner = list(steady.stmts) if isinstance(steady, n.Block) else [steady]
+    if len(inner) > 1 and _runs(inner[0], loop.name, body):
+        start = n.Add(inner[0].min, inner[0].extent)
+        inner = inner[1:]
+    if len(inner) > 1 and _runs(inner[-1], loop.name, body):
+        end = inner[-1].min
+        inner = inner[:-1]
+    parts = [_part(loop, loop.min, start, body), *inner, _part(loop, end, last, body)]
+    return block(*[p for p in parts if not _empty(p)])
+
+
+def _part(loop: n.For, lo: n.Expr, hi: n.Expr, body: n.Stmt) -> n.For:
+    return n.For(loop.name, lo, n.Sub(hi, lo), loop.kind, body)
+
+
+def _runs(s: n.Stmt, name: str, body: n.Stmt) -> bool:
+    return isinstance(s, n.For) and s.name == name and s.body is body
+
+
+def _empty(s: n.Stmt) -> bool:
+    if not isinstance(s, n.For):
+        return False
+    extent = simplify(s.extent)
+    return isinstance(extent, n.Const) and extent.value <= 0
 
 
 def _can_pick(cond: n.Expr | None, name: str, spine: bool) -> bool:

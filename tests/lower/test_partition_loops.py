@@ -61,26 +61,53 @@ def test_shift_inwards_guard_is_hoisted_out_of_every_loop():
 
 def test_guarded_tail_splits_the_serial_loop_into_steady_state_and_epilogue():
     """An update's guard `x < max + 1` depends on the outer loop linearly: the loop over
-    vectors becomes an (empty) guarded prologue, a guard-free steady-state loop over the
-    full vectors and a guarded epilogue for the rest."""
+    vectors becomes a guard-free steady-state loop over the full vectors and a guarded
+    epilogue for the rest (its prologue, of no iterations, is left out)."""
     f = halo.Func("f")
     f[x] = 0
     f[x] += x
     f.update(0).vectorize(x, 8)
     stmt = partitioned(f)
     loops = [lp for lp in nodes_of(stmt, n.For) if lp.name == "f.s1.x.x"]
-    assert len(loops) == 3
-    head, steady, tail = loops
+    assert len(loops) == 2
+    steady, tail = loops
     assert guards_inside(steady, ForKind.VECTORIZED) == []
-    assert len(nodes_of(head, n.IfThenElse)) == len(nodes_of(tail, n.IfThenElse)) == 1
+    assert len(nodes_of(tail, n.IfThenElse)) == 1
     env = {"f.s1.x.max": n.Sub(n.Add(n.Var("f.extent.0"), n.Var("f.min.0")), n.const(1))}
     for width in (1, 7, 8, 9, 16, 23):
         values = {"f.min.0": 0, "f.extent.0": width}
-        assert evaluate(head.min, values, env) == evaluate(head.extent, values, env) == 0
         start = evaluate(steady.min, values, env)
         end = start + evaluate(steady.extent, values, env)
         tail_end = evaluate(tail.min, values, env) + evaluate(tail.extent, values, env)
-        assert (start, end, tail_end) == (0, width // 8, (width + 7) // 8)
+        assert (start, end, evaluate(tail.min, values, env), tail_end) == \
+            (0, width // 8, width // 8, (width + 7) // 8)
+
+
+def test_nested_splits_share_one_copy_before_and_after_the_steady_state():
+    """Two guards of one serial loop, each linear in it with its own range (a
+    double-buffered GPU matmul's copy of the next k step, and the k step's tail): the
+    steady state is where both hold, and the original body runs in one loop after it,
+    not in one loop per guard (each a copy of the whole body); a loop of no iterations
+    (the prologue here) is left out. Every iteration still runs exactly what it did."""
+    ko, m, e, size = (n.Var(v) for v in ("ko", "m", "e", "n"))
+    body = n.Block((
+        n.IfThenElse(n.LT(n.Add(ko, n.const(1)), m), n.Store("a", ko, n.const(1.0))),
+        n.IfThenElse(n.LT(n.Add(n.Mul(ko, n.const(8)), n.const(7)), e),
+                     n.Store("b", ko, n.const(2.0)))))
+    loop = n.For("ko", n.const(0), size, ForKind.SERIAL, body)
+    stmt = partition_loops(loop, None)
+    loops = nodes_of(stmt, n.For, "ko")
+    assert len(loops) == 2
+    steady, rest = loops
+    assert not nodes_of(steady, n.IfThenElse) and rest.body is body
+    for values in ({"n": 10, "m": 10, "e": 80}, {"n": 10, "m": 4, "e": 80},
+                   {"n": 10, "m": 10, "e": 30}, {"n": 3, "m": 1, "e": 0}):
+        spans = [(evaluate(lp.min, values), evaluate(lp.min, values) + evaluate(lp.extent, values))
+                 for lp in loops]
+        ran = [i for lo, hi in spans for i in range(lo, hi)]
+        assert ran == list(range(values["n"]))
+        for i in range(*spans[0]):  # the steady state: both guards hold there
+            assert i + 1 < values["m"] and i * 8 + 7 < values["e"]
 
 
 def test_guard_on_loaded_data_is_not_hoisted():
