@@ -43,13 +43,13 @@ def hoist_guards(stmt: n.Stmt, ctx: LowerContext) -> n.Stmt:
 
 class _Hoist(IRMutator):
     def __init__(self):
-        self.loops: dict[str, Interval] = {}  # the enclosing loops' ranges
-        self.lets: dict[str, n.Expr] = {}  # the enclosing lets' values
-        self.expansions: dict[str, n.Expr] = {}  # of those, the ones `_expanded` needed
+        self.loops: dict[str, n.For] = {}  # the enclosing loops
+        # the enclosing lets' values, and how many loops enclose each
+        self.lets: dict[str, tuple[n.Expr, int]] = {}
+        self.shadowing = 0  # lets inside one of the same name: no proofs there
 
     def visit_For(self, loop: n.For) -> n.Stmt:
-        last = simplify(n.Sub(n.Add(loop.min, loop.extent), n.const(1, loop.extent.type)))
-        self.loops[loop.name] = Interval(loop.min, last)
+        self.loops[loop.name] = loop
         body = self.mutate(loop.body)
         del self.loops[loop.name]
         if body is not loop.body:
@@ -58,15 +58,14 @@ class _Hoist(IRMutator):
 
     def visit_LetStmt(self, let: n.LetStmt) -> n.Stmt:
         outer = self.lets.get(let.name)
-        if outer is not None:  # (a let shadowed: expansions that read it go stale)
-            self.expansions.clear()
-        self.lets[let.name] = let.value
+        self.lets[let.name] = (let.value, len(self.loops))
+        self.shadowing += outer is not None
         body = self.mutate(let.body)
-        self.expansions.pop(let.name, None)
         if outer is None:
             del self.lets[let.name]
         else:
             self.lets[let.name] = outer
+            self.shadowing -= 1
         return let if body is let.body else n.LetStmt(let.name, let.value, body)
 
     def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
@@ -81,21 +80,36 @@ class _Hoist(IRMutator):
             return s
         return n.IfThenElse(and_all(kept), then_case)
 
-    def _expanded(self, e: n.Expr) -> n.Expr:
-        """`e` with the enclosing lets substituted (theirs too): `j < jm + 128`, with
-        `j = jm + tx * 8 + 3`, becomes `tx * 8 + 3 < 128` once simplified, where the
-        ranges of `j` and of `jm` would have lost that both read `jm`."""
-        used = {name: self._expansion(name) for name in free_vars(e) if name in self.lets}
-        return substitute(e, used) if used else e
-
-    def _expansion(self, name: str) -> n.Expr:
-        if name not in self.expansions:
-            self.expansions[name] = self._expanded(self.lets[name])
-        return self.expansions[name]
-
     def _proves(self, c: n.Expr) -> bool:
-        e = simplify(self._expanded(c))
-        return proves(e, {v: self.loops[v] for v in free_vars(e) if v in self.loops})
+        """Whether `c` holds over the enclosing loops' ranges. The lets it reads are
+        symbols, which may take any value, until substituted, the innermost first, a
+        level at a time: `j < jm + 128`, with `j = jm + tx * 8 + 3` inside the loop
+        over tx, holds at the first level, as `jm` cancels. While a loop of run-time
+        extent (over tiles) is left in it, a proof is tried only in vector code, where
+        a guard is a mask on every lane; elsewhere partitioning has dealt with the
+        tiles, a branch is cheap, and interval arithmetic on tile regions' mins and
+        maxes was most of this pass's time."""
+        if self.shadowing:  # (a let's value would read the wrong binding of a name)
+            return False
+        vector = any(lp.kind is ForKind.VECTORIZED for lp in self.loops.values())
+        for _ in range(_LEVELS):
+            lets = {name: self.lets[name] for name in free_vars(c) if name in self.lets}
+            if not lets:
+                return False
+            deepest = max(depth for _, depth in lets.values())
+            c = simplify(substitute(c, {name: value for name, (value, depth) in lets.items()
+                                        if depth == deepest}))
+            loops = [self.loops[v] for v in free_vars(c) if v in self.loops]
+            tiles = any(not isinstance(lp.extent, n.Const) for lp in loops)
+            if loops and (vector or not tiles) and proves(c, {
+                    lp.name: Interval(lp.min, n.Sub(n.Add(lp.min, lp.extent), n.const(1)))
+                    for lp in loops}):
+                return True
+        return False
+
+
+# How many levels of lets a guard's proof substitutes, innermost first.
+_LEVELS = 3
 
 
 def _hoisted(loop: n.For) -> n.Stmt:
@@ -104,6 +118,7 @@ def _hoisted(loop: n.For) -> n.Stmt:
     inside: list[tuple[str, object]] = []
     outside: list[tuple[str, object]] = []
     varying = {loop.name}
+    bounds = free_vars(loop.min) | free_vars(loop.extent)
     names: set[str] = set()
     s = loop.body
     while True:
@@ -111,7 +126,8 @@ def _hoisted(loop: n.For) -> n.Stmt:
             if s.name in names:
                 return loop  # (a name bound twice: moving one would change the other)
             names.add(s.name)
-            if free_vars(s.value) & varying or reads_memory(s.value):
+            # (a let of a name the loop's bounds read stays: above them, it would rebind it)
+            if s.name in bounds or free_vars(s.value) & varying or reads_memory(s.value):
                 varying.add(s.name)
                 inside.append(("let", s))
             else:

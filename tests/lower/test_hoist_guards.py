@@ -65,9 +65,20 @@ def test_a_guard_that_holds_over_the_loops_around_it_is_dropped():
     assert len(nodes_of(hoist_guards(nest(17), None), n.IfThenElse)) == 1
 
 
+def test_a_proof_does_not_read_a_shadowed_let():
+    """`k = j + 100` reads the outer `j` (tx * 100); inside, another `j` (the lane) would
+    make `k < 200` look true: under a shadowing let no guard is dropped."""
+    inner = n.LetStmt("j", V("v"), n.IfThenElse(n.LT(V("k"), const(200)), store(V("v"))))
+    nest = loop("tx", 16, n.LetStmt("j", n.Mul(V("tx"), const(100)),
+                                    n.LetStmt("k", n.Add(V("j"), const(100)),
+                                              loop("v", 2, inner))), ForKind.GPU_THREAD)
+    assert len(nodes_of(hoist_guards(nest, None), n.IfThenElse)) == 1
+
+
 def test_what_reads_memory_or_depends_on_the_loop_stays_inside():
     """A condition that loads (its guard may keep the load in bounds), a let that loads,
-    and a guard on the loop variable stay where they are: nothing moves."""
+    a guard on the loop variable, and a let that would rebind a name of the loop's
+    bounds stay where they are: nothing moves."""
     reads = n.LT(n.Load(halo.int32, "lut", V("c")), const(3))
     cases = [
         n.IfThenElse(reads, store(V("x"))),
@@ -78,6 +89,10 @@ def test_what_reads_memory_or_depends_on_the_loop_stays_inside():
     for body in cases:
         nest = loop("x", 8, body, ForKind.SERIAL)
         assert hoist_guards(nest, None) == nest
+    # A let of a name the loop's bounds read would rebind it above them.
+    shadow = n.For("x", const(0), V("e"), ForKind.SERIAL,
+                   n.LetStmt("e", const(4), n.IfThenElse(n.LT(V("e"), V("m")), store(V("x")))))
+    assert hoist_guards(shadow, None) == shadow
 
 
 def test_gpu_thread_and_parallel_loops_keep_their_guards():
