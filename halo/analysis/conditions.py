@@ -21,13 +21,6 @@ def conjuncts(cond: n.Expr) -> list[n.Expr]:
     return [cond]
 
 
-def and_all(parts: list[n.Expr]) -> n.Expr:
-    out = parts[0]
-    for p in parts[1:]:
-        out = n.And(out, p)
-    return out
-
-
 def reads_memory(e: n.Expr) -> bool:
     """Whether evaluating `e` loads from a buffer or calls a Func or input: such a value
     can't be computed where it wasn't (its guard may be what keeps the read in bounds)."""

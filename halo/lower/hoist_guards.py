@@ -25,7 +25,9 @@ later, around barriers), and a parallel loop's body stays one task.
 """
 from __future__ import annotations
 
-from halo.analysis.conditions import and_all, conjuncts, proves, reads_memory
+from functools import reduce
+
+from halo.analysis.conditions import conjuncts, proves, reads_memory
 from halo.analysis.interval import Interval
 from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
@@ -78,7 +80,7 @@ class _Hoist(IRMutator):
             return then_case
         if len(kept) == len(parts) and then_case is s.then_case:
             return s
-        return n.IfThenElse(and_all(kept), then_case)
+        return n.IfThenElse(reduce(n.And, kept), then_case)
 
     def _proves(self, c: n.Expr) -> bool:
         """Whether `c` holds over the enclosing loops' ranges. The lets it reads are
@@ -115,8 +117,8 @@ _LEVELS = 3
 def _hoisted(loop: n.For) -> n.Stmt:
     """`loop` with the lets and guard conjuncts of its body's spine that don't depend on
     it moved outside it (unchanged when no guard moves)."""
-    inside: list[tuple[str, object]] = []
-    outside: list[tuple[str, object]] = []
+    inside: list[n.LetStmt | n.Expr] = []
+    outside: list[n.LetStmt | n.Expr] = []
     varying = {loop.name}
     bounds = free_vars(loop.min) | free_vars(loop.extent)
     names: set[str] = set()
@@ -129,35 +131,34 @@ def _hoisted(loop: n.For) -> n.Stmt:
             # (a let of a name the loop's bounds read stays: above them, it would rebind it)
             if s.name in bounds or free_vars(s.value) & varying or reads_memory(s.value):
                 varying.add(s.name)
-                inside.append(("let", s))
+                inside.append(s)
             else:
-                outside.append(("let", s))
+                outside.append(s)
             s = s.body
         elif isinstance(s, n.IfThenElse) and s.else_case is None:
             for c in conjuncts(s.condition):
                 moves = not (free_vars(c) & varying or reads_memory(c))
-                (outside if moves else inside).append(("if", c))
+                (outside if moves else inside).append(c)
             s = s.then_case
         else:
             break
-    if not any(kind == "if" for kind, _ in outside):
+    if all(isinstance(item, n.LetStmt) for item in outside):
         return loop
     body = _wrapped(inside, s)
     return _wrapped(outside, n.For(loop.name, loop.min, loop.extent, loop.kind, body))
 
 
-def _wrapped(items: list[tuple[str, object]], core: n.Stmt) -> n.Stmt:
-    """`core` inside the lets and guards of `items` (outermost first); adjacent guard
+def _wrapped(items: list[n.LetStmt | n.Expr], core: n.Stmt) -> n.Stmt:
+    """`core` inside the lets and guard conjuncts of `items` (outermost first); adjacent
     conjuncts join into one IfThenElse."""
-    for i in reversed(range(len(items))):
-        kind, item = items[i]
-        if kind == "let":
-            core = n.LetStmt(item.name, item.value, core)
-        elif isinstance(core, n.IfThenElse) and core.else_case is None and \
-                i + 1 < len(items) and items[i + 1][0] == "if":
+    guard = False  # whether `core` is a guard made here
+    for item in reversed(items):
+        if isinstance(item, n.LetStmt):
+            core, guard = n.LetStmt(item.name, item.value, core), False
+        elif guard:
             core = n.IfThenElse(n.And(item, core.condition), core.then_case)
         else:
-            core = n.IfThenElse(item, core)
+            core, guard = n.IfThenElse(item, core), True
     return core
 
 

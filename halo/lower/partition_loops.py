@@ -30,7 +30,9 @@ also looked for under the loops inside it (an update's reduction loops).
 """
 from __future__ import annotations
 
-from halo.analysis.conditions import and_all, conjuncts, is_index_condition, slack
+from functools import reduce
+
+from halo.analysis.conditions import conjuncts, is_index_condition, slack
 from halo.analysis.interval import Interval, bounds_of_expr
 from halo.analysis.simplify import simplify
 from halo.analysis.simplify.pattern import no_overflow
@@ -107,7 +109,7 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
             # has a short tile, each iteration keeps its own choice (`loop`), so one
             # partial tile doesn't send every tile down the guarded path.
             serial = loop.kind is ForKind.SERIAL
-            steady = _steady_range(and_all(varying), loop) if serial else None
+            steady = _steady_range(reduce(n.And, varying), loop) if serial else None
             if steady is None:
                 everywhere = _holds_over(cond, loop, inner)
                 if everywhere is not None:
@@ -117,7 +119,7 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
             split = _around(loop, *steady, fast.body, original.body)
             # (conditions on enclosing loops only: hoisted around the split by them)
             invariant = [c for c in conjuncts(cond) if c not in varying]
-            return _branch(and_all(invariant), split, original) if invariant else split
+            return _branch(reduce(n.And, invariant), split, original) if invariant else split
         # A loop of constant extent is a tile's inside, whose guard holds for whole tiles.
         everywhere = _holds_over(cond, loop, inner)
         if everywhere is not None and not free_vars(everywhere) & moving:
@@ -165,7 +167,7 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
             break
     if not conditions:
         return loop
-    steady = _steady_range(and_all(conditions), loop)
+    steady = _steady_range(reduce(n.And, conditions), loop)
     if steady is None:
         return loop
     return _around(loop, *steady, _picked(loop.body, picks), original.body)
@@ -367,7 +369,7 @@ def _holds_over(cond: n.Expr, loop: n.For, inner: dict[str, Interval]) -> n.Expr
         if low is None:
             return None
         parts.append(n.LE(n.const(0, low.type), low))
-    everywhere = simplify(and_all(parts))
+    everywhere = simplify(reduce(n.And, parts))
     if isinstance(everywhere, n.Const) and not everywhere.value:
         return None
     return everywhere
