@@ -2,9 +2,10 @@
 [--target host|cuda]`.
 
 Each measurement runs in a fresh Python process (so no in-memory cache helps), with the
-app's hand schedule (`gpu_schedule` for cuda), and times `lower` (schedule to flat loop IR)
-and `backend`: for the host, everything `Pipeline.compile` does after lowering (LLVM code
-generation, optimization and JIT, or loading from the on-disk cache; the host checks);
+app's hand schedule (`gpu_schedule` for cuda), and times `lower` (schedule to flat loop
+IR, or reading it from the on-disk cache, as `Pipeline.compile` does) and `backend`: for
+the host, everything `Pipeline.compile` does after lowering (LLVM code generation,
+optimization and JIT, or loading from the on-disk cache; the host checks);
 for cuda, that (the kernels' CUDA C and the host code that launches them) and what the
 first call adds: nvcc and ptxas (or the on-disk cache) and loading the module, the one a
 call with device allocations runs (the aligned twin, where there is one). Imports and
@@ -34,7 +35,10 @@ def measure_in_this_process(app: str, threads: int,
                             target: str = "host") -> dict[str, float | int]:
     """Lower and compile `app` with its hand schedule; seconds per phase, cache counts."""
     import halo
+    from halo import driver
     from halo.backends.llvm import object_cache
+    from halo.ir.deep_stack import run_deep
+    from halo.lang.environment import Environment
     from halo.runtime import Kernel
     module = importlib.import_module(f"apps.{app}")
     *_, output, funcs = module.algorithm()
@@ -47,7 +51,7 @@ def measure_in_this_process(app: str, threads: int,
         module.schedule(funcs)
         chosen = halo.Target("host", threads=threads)
     start = time.perf_counter()
-    lowered = halo.Pipeline(output).lower(chosen)
+    lowered = run_deep("lowering", driver.lowered, Environment.of([output]), chosen)
     lowered_at = time.perf_counter()
     function = Kernel(lowered, chosen).function
     if target == "cuda":  # the first call compiles and loads the module it runs

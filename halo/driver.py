@@ -11,6 +11,12 @@ A compiled pipeline is kept until its algorithm or schedule changes: `compile` (
 record (in their JSON form, which replays to the same lowered IR), the inputs' and Params'
 types and the target, so an unchanged pipeline is lowered and compiled once, and any
 definition, `where()` or schedule call makes the next call compile again.
+
+The lowered code is also kept on disk, in the cache of compiled code
+(`backends/llvm/object_cache.py`: its directory, `HALO_CACHE_DIR`, trust rules and
+entries), keyed by the program's key, halo's sources (`version.sources_fingerprint`) and,
+for the host, its CPU: a new process compiling a program that one before lowered skips
+lowering (0.1-5 s in Python), and with the backend's own disk cache, code generation too.
 """
 from __future__ import annotations
 
@@ -21,18 +27,22 @@ from dataclasses import replace
 
 import numpy as np
 
+from halo.backends.llvm import object_cache
 from halo.errors import HaloError
+from halo.ir import codec, nodes, types
 from halo.ir.deep_stack import run_deep
 from halo.ir.printer import loop_nest_to_str
 from halo.lang.driver_seam import install_pipeline
 from halo.lang.environment import Environment
 from halo.lang.func import Func
 from halo.lang.reduction_origins import explained, notes
+from halo.lower import bounds_inference
 from halo.lower.pipeline import Lowered, lower
 from halo.lru_cache import LRUCache
 from halo.runtime.kernel import Kernel
 from halo.schedule.serialize import schedules_to_json
-from halo.target import Target
+from halo.target import Target, TargetKind
+from halo.version import sources_fingerprint
 
 
 def _short_traceback(method):
@@ -92,7 +102,8 @@ class Pipeline:
         key = _program_key(env, target)
         if key is None:
             return Kernel(lower(env, target), target)
-        return _kernels.get(key, lambda: Kernel(lower(env, target), target)).for_environment(env)
+        return _kernels.get(key, lambda: Kernel(lowered(env, target, key), target)) \
+            .for_environment(env)
 
     def _names(self) -> str:
         return ", ".join(f.name for f in self.outputs)
@@ -133,6 +144,54 @@ def _program_key(env: Environment, target: Target) -> tuple | None:
     # The thread count the code embeds, not how it was chosen (HALO_NUM_THREADS may change).
     target = replace(target, threads=target.num_threads)
     return funcs, schedules, inputs, params, outputs, intrinsics, target
+
+
+def lowered(env: Environment, target: Target, key: tuple | None = None) -> Lowered:
+    """`env` lowered for `target`: read from the on-disk cache when a process lowered the
+    same program (`key`, `_program_key`'s) with the same halo for the same CPU, else
+    lowered now and saved there. A program whose lowered code holds objects with no text
+    form (a tensorized loop's Intrinsic) is lowered each time."""
+    key = _program_key(env, target) if key is None else key
+    if key is None:
+        return lower(env, target)
+    machine = repr(sorted(target.cpu.features)) + target.cpu.name \
+        if target.kind is TargetKind.HOST else ""
+    entry_key = object_cache.cache_key(("lowered", sources_fingerprint(), machine, repr(key)))
+    entry = object_cache.load(entry_key)
+    if entry is not None:
+        try:
+            return lowered_from_text(entry[0], env)
+        except ValueError:  # written by hand, or by a halo that wrote it otherwise
+            object_cache.discard(entry_key)
+    result = lower(env, target)
+    text = lowered_text(result)
+    if text is not None:
+        object_cache.store(entry_key, text, b"")
+    return result
+
+
+def lowered_text(result: Lowered) -> str | None:
+    """The saved form of `result` (its code, region checks and counted Funcs), or None
+    where its code holds an object with no text form."""
+    try:
+        return codec.encode((result.stmt, tuple(result.checks), tuple(result.counted)),
+                            _LOWERED_CLASSES)
+    except TypeError:
+        return None
+
+
+def lowered_from_text(text: str, env: Environment) -> Lowered:
+    """The Lowered whose saved form is `text`, bound to `env`; a ValueError if `text` is
+    no such form."""
+    value = codec.decode(text, _LOWERED_CLASSES)
+    if not (isinstance(value, tuple) and len(value) == 3 and isinstance(value[0], nodes.Stmt)):
+        raise ValueError("not the saved form of a lowered pipeline")
+    stmt, checks, counted = value
+    return Lowered(stmt, env, list(checks), list(counted))
+
+
+# What a lowered pipeline's saved form holds: IR nodes, types and region checks.
+_LOWERED_CLASSES = codec.classes_of(nodes, types, bounds_inference)
 
 
 def _definition_key(d) -> tuple:

@@ -7,7 +7,8 @@ for the case's target (the LLVM backend on the host; CUDA kernels for `target="c
 with a GPU schedule), runs it, and compares with `halo.reference`: integers exactly,
 floats within a tolerance derived from the error bound the generator tracked (how much
 any legal order of float operations may change the result). A `compile_only` CUDA case
-needs no GPU: its CUDA C is compiled by nvcc to PTX (`ptx.py`) and not run.
+needs no GPU: its CUDA C is compiled by nvcc to PTX (`ptx.py`) and not run. Each case's
+lowered code must also read back as itself from the form the on-disk cache keeps.
 """
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from halo.driver import lowered_from_text, lowered_text
 from halo.errors import HaloError, InternalError
 from halo.fuzz.ptx import PTX_ARCH, ptx_problem
+from halo.ir.deep_stack import run_deep
+from halo.lower.pipeline import Lowered
 from halo.random_programs.illegal_gpu_schedule import illegal_gpu_schedule
 from halo.random_programs.illegal_schedule import illegal_schedule
 from halo.random_programs.pipeline_spec import RandomPipeline
@@ -170,6 +174,19 @@ def compare(pipeline: RandomPipeline, got: np.ndarray, want: np.ndarray) -> str:
             f"{got[where]!r}, reference {want[where]!r}")
 
 
+def saved_form_problem(lowered: Lowered) -> str:
+    """What is wrong with the form of `lowered` that the on-disk cache keeps (it must read
+    back as the same code), or ""."""
+    text = lowered_text(lowered)
+    if text is None:
+        return ""
+    back = run_deep("reading the saved lowered code", lowered_from_text, text, lowered.env)
+    same = run_deep("comparing lowered code", lambda: (back.stmt, back.checks, back.counted)
+                    == (lowered.stmt, lowered.checks, lowered.counted))
+    return "" if same else "the lowered code's saved form (the on-disk cache's) reads back " \
+                           "as other code"
+
+
 def run_case(case: Case) -> Outcome:
     """Compile, run and check one case (in this process)."""
     try:
@@ -188,8 +205,11 @@ def run_case(case: Case) -> Outcome:
                 if problem:
                     return Outcome(INTERNAL, f"nvcc -ptx refused the CUDA C: {problem}", rule)
         else:
-            got = built.output.realize(pipeline.output_shape, inputs=inputs,
-                                       target=case.target, origin=pipeline.output_origin)
+            kernel = built.output.compile(target=case.target)
+            got = kernel.run(pipeline.output_shape, None, pipeline.output_origin, inputs, {})[0]
+        problem = saved_form_problem(kernel.lowered)
+        if problem:
+            return Outcome(INTERNAL, problem, rule)
     except HaloError as e:
         detail = f"{type(e).__name__}: {e}"
         if not case.legal:

@@ -1,5 +1,5 @@
 """A pipeline is lowered and compiled once while its algorithm and schedule stay the same,
-and again after any change to either."""
+and again after any change to either; a new process reads the lowered code from disk."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,14 +7,16 @@ import pytest
 
 import halo
 from halo import driver
+from halo.backends.llvm import object_cache
 from halo.lru_cache import LRUCache
 
 y, x, xo, xi = halo.vars("y x xo xi")
 
 
 @pytest.fixture
-def lowerings(monkeypatch):
-    """The number of times the driver has lowered a pipeline."""
+def lowerings(monkeypatch, tmp_path):
+    """The number of times the driver has lowered a pipeline (with an empty on-disk
+    cache)."""
     count = [0]
     real = driver.lower
 
@@ -24,6 +26,7 @@ def lowerings(monkeypatch):
 
     monkeypatch.setattr(driver, "lower", counting)
     monkeypatch.setattr(driver, "_kernels", LRUCache(capacity=64))  # none from other tests
+    monkeypatch.setenv("HALO_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("HALO_DEBUG", raising=False)
     monkeypatch.delenv("HALO_DUMP_IR", raising=False)
     return count
@@ -124,3 +127,58 @@ def test_kernels_keep_their_own_store_counts(lowerings):
     large((7,))
     assert small.store_counts == {"f": 3} and large.store_counts == {"f": 7}
     assert lowerings[0] == 1
+
+
+def _forget_compiled(monkeypatch):
+    """What a new process starts with: no pipeline compiled in memory."""
+    monkeypatch.setattr(driver, "_kernels", LRUCache(capacity=64))
+
+
+def test_a_new_process_reads_the_lowered_code_from_disk(lowerings, monkeypatch):
+    inp, bx, by = blur()
+    bx.compute_root()
+    image = np.random.default_rng(2).random((9, 13), dtype=np.float32)
+    first = by.realize((8, 13), inputs={inp: image})
+    lowered = by.compile().lowered
+    _forget_compiled(monkeypatch)
+    again = by.compile()
+    assert lowerings[0] == 1 and again.lowered is not lowered
+    assert lowered.checks  # the region checks come with the code
+    assert (again.lowered.stmt, again.lowered.checks) == (lowered.stmt, lowered.checks)
+    np.testing.assert_array_equal(again(inp=image, shape=(8, 13)), first)
+
+
+def test_a_changed_halo_or_schedule_lowers_again(lowerings, monkeypatch):
+    inp, bx, by = blur()
+    by.realize((8, 13), inputs={inp: np.zeros((9, 13), np.float32)})
+    _forget_compiled(monkeypatch)
+    monkeypatch.setattr(driver, "sources_fingerprint", lambda: "another halo")
+    by.compile()
+    assert lowerings[0] == 2
+    _forget_compiled(monkeypatch)
+    by.split(x, xo, xi, 4)
+    by.compile()
+    assert lowerings[0] == 3
+
+
+def test_a_damaged_entry_is_lowered_again_and_replaced(lowerings, monkeypatch, tmp_path):
+    inp, bx, by = blur()
+    by.compile()
+    saved = [path.stem for path in tmp_path.glob("*.o")
+             if (entry := object_cache.load(path.stem)) is not None and entry[1] == b""]
+    assert len(saved) == 1
+    object_cache.store(saved[0], '{"format": 1, "rows": "damaged"}', b"")
+    for _ in range(2):
+        _forget_compiled(monkeypatch)
+        image = np.ones((9, 13), np.float32)
+        np.testing.assert_array_equal(by.realize((8, 13), inputs={inp: image}), 4)
+    assert lowerings[0] == 2  # the second process read the entry the first wrote again
+
+
+def test_without_the_disk_cache_each_process_lowers(lowerings, monkeypatch):
+    monkeypatch.setenv("HALO_CACHE_DIR", "off")
+    inp, bx, by = blur()
+    for _ in range(2):
+        _forget_compiled(monkeypatch)
+        by.compile()
+    assert lowerings[0] == 2

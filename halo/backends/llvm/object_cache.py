@@ -2,11 +2,13 @@
 pipeline skips code generation, optimization and machine-code emission.
 
 An entry holds the machine code (the object file MCJIT emitted) and the optimized LLVM IR
-(what `Kernel.source()` shows) of one function. It is keyed by a SHA-256 of everything
-the code depends on: the lowered, flattened halo IR (its structural `repr`), the function's
-name and arguments, the thread count (embedded in the code), the host's triple, CPU name
-and features, and the compiler's version: halo's, a hash of this backend's sources (so a
-changed code generator never reuses old code), llvmlite's and LLVM's.
+(what `Kernel.source()` shows) of one function; the CUDA backend's entries hold a cubin
+and its CUDA C, and the driver's a lowered pipeline as text, with no code. An entry of
+the host's code is keyed by a SHA-256 of everything the code depends on: the lowered,
+flattened halo IR (its structural `repr`), the function's name and arguments, the thread
+count (embedded in the code), the host's triple, CPU name and features, and the
+compiler's version: halo's, a hash of this backend's sources (so a changed code
+generator never reuses old code), llvmlite's and LLVM's.
 
 Where: `$HALO_CACHE_DIR`, else `$XDG_CACHE_HOME/halo`, else `~/.cache/halo`.
 `HALO_CACHE_DIR=off` (or `0`, `false`, `no`, or empty) turns the cache off.
@@ -99,8 +101,8 @@ def cache_key(parts: tuple[str, ...]) -> str:
 
 
 def load(key: str) -> tuple[str, bytes] | None:
-    """(optimized IR, object code) of entry `key`, or None if absent, damaged, or not
-    trusted (see the module's docstring)."""
+    """(optimized IR, object code) of entry `key` (the code empty for an entry of text
+    alone), or None if absent, damaged, or not trusted (see the module's docstring)."""
     with _trusted_directory(create=False) as directory:
         if directory is None:
             return None
@@ -260,4 +262,4 @@ def _decode(data: bytes, key: str) -> tuple[str, bytes] | None:
     except UnicodeDecodeError:
         return None
     code = payload[text_length:]
-    return (text, code) if code[:4] in _OBJECT_MAGICS else None
+    return (text, code) if not code or code[:4] in _OBJECT_MAGICS else None
