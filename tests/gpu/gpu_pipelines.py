@@ -245,7 +245,7 @@ def rfactor_rows(shape=(13, 1000)):
     partial.update(0).gpu_tile(y, u, yo, uo, yi, ui, 4, 32)
     total.gpu_tile(y, yo, yi, 8)
     total.update(0).gpu_tile(y, yo, yi, 8)
-    return total, {inp: _image(shape)}, (shape[0],)
+    return total, {inp: _image(shape).round()}, (shape[0],)
 
 
 PIPELINES.update({
@@ -405,7 +405,8 @@ PIPELINES.update({
 
 def warp_rows(shape=(13, 1000)):
     """A warp a row: each of 32 lanes sums every 32nd column (a guarded tail: 1000 is no
-    multiple of 32), then the lanes add their sums by warp shuffles; 4 rows a block."""
+    multiple of 32), then the lanes add their sums by warp shuffles; 4 rows a block.
+    The values are whole numbers, so every order of adding them gives the same sums."""
     y, yo, yi, ro, ri = halo.vars("y yo yi ro ri")
     inp = halo.ImageParam(halo.float32, 2, "inp")
     r = halo.RDom((0, shape[1]), name="r")
