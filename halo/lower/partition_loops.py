@@ -32,7 +32,13 @@ from __future__ import annotations
 
 from functools import reduce
 
-from halo.analysis.conditions import conjuncts, is_index_condition, slack
+from halo.analysis.conditions import (
+    conjuncts,
+    is_index_condition,
+    linear_form,
+    slack,
+    steady_range,
+)
 from halo.analysis.interval import Interval, bounds_of_expr
 from halo.analysis.simplify import simplify
 from halo.analysis.simplify.pattern import no_overflow
@@ -109,7 +115,7 @@ def _partition(loop: n.For, original: n.For) -> n.Stmt:
             # has a short tile, each iteration keeps its own choice (`loop`), so one
             # partial tile doesn't send every tile down the guarded path.
             serial = loop.kind is ForKind.SERIAL
-            steady = _steady_range(reduce(n.And, varying), loop) if serial else None
+            steady = steady_range(reduce(n.And, varying), loop) if serial else None
             if steady is None:
                 everywhere = _holds_over(cond, loop, inner)
                 if everywhere is not None:
@@ -167,7 +173,7 @@ def _partition_clamps(loop: n.For, original: n.For) -> n.Stmt:
             break
     if not conditions:
         return loop
-    steady = _steady_range(reduce(n.And, conditions), loop)
+    steady = steady_range(reduce(n.And, conditions), loop)
     if steady is None:
         return loop
     return _around(loop, *steady, _picked(loop.body, picks), original.body)
@@ -224,7 +230,7 @@ def _picked(e, picks: dict[n.Expr, n.Expr]):
 def _loop_sign(c: n.Expr, name: str) -> int:
     """The sign of loop `name`'s coefficient in comparison `c`'s slack (-1: `c` bounds
     it from above; 0: not linear in it, or free of it)."""
-    form = _linear(simplify(slack(c)), name)
+    form = linear_form(simplify(slack(c)), name)
     return 0 if form is None or name not in free_vars(c) else (form[0] > 0) - (form[0] < 0)
 
 
@@ -387,48 +393,6 @@ def _exact_low(e: n.Expr, scope: dict[str, Interval]) -> n.Expr | None:
     if any(count > 1 for count in counts.values()):
         return None
     return bounds_of_expr(e, scope).min
-
-
-def _steady_range(cond: n.Expr, loop: n.For) -> tuple[n.Expr, n.Expr] | None:
-    """[start, end) inside the loop's range where `cond` holds, when each of its
-    comparisons is linear in the loop variable with a constant coefficient."""
-    hi = n.Add(loop.min, loop.extent)
-    start, end = loop.min, None
-    for c in conjuncts(cond):
-        form = _linear(simplify(slack(c)), loop.name)
-        if form is None or form[0] == 0:
-            return None
-        k, rest = form  # k * v + rest >= 0
-        if k > 0:  # v >= ceil(-rest / k)
-            start = n.Min(n.Max(start, n.Sub(n.const(0), n.Div(rest, n.const(k)))), hi)
-        else:  # v <= floor(rest / -k)
-            bound = n.Add(n.Div(rest, n.const(-k)), n.const(1))
-            end = bound if end is None else n.Min(end, bound)
-    start = simplify(start)
-    end = simplify(hi if end is None else n.Max(n.Min(end, hi), start))
-    return start, end
-
-
-def _linear(e: n.Expr, name: str) -> tuple[int, n.Expr] | None:
-    """(k, rest) with e == k * name + rest, rest free of `name`, or None."""
-    if name not in free_vars(e):
-        return 0, e
-    match e:
-        case n.Var(name=v) if v == name:
-            return 1, n.const(0, e.type)
-        case n.Add(a=a, b=b) | n.Sub(a=a, b=b):
-            fa, fb = _linear(a, name), _linear(b, name)
-            if fa is None or fb is None:
-                return None
-            if isinstance(e, n.Add):
-                return fa[0] + fb[0], n.Add(fa[1], fb[1])
-            return fa[0] - fb[0], n.Sub(fa[1], fb[1])
-        case n.Mul(a=a, b=n.Const(value=c)) | n.Mul(a=n.Const(value=c), b=a):
-            fa = _linear(a, name)
-            if fa is None:
-                return None
-            return fa[0] * c, n.Mul(fa[1], n.const(c, e.type))
-    return None
 
 
 __all__ = ["partition_loops"]

@@ -1,16 +1,18 @@
 """hoist_guards: a guard's conjuncts move out of the serial, unrolled and vectorized loops
-they don't depend on (with the lets they read), and those that hold over the enclosing
-loops' ranges are dropped. Each test builds the IR the pass meets and checks its shape;
-the app schedules' results against halo.reference are the suites' (tests/correctness,
-tests/gpu) and the fuzzer's."""
+they don't depend on (with the lets they read), those that hold over the enclosing
+loops' ranges are dropped, and those linear in a serial loop's variable become its
+range. Each test builds the IR the pass meets and checks its shape; the app schedules'
+results against halo.reference are the suites' (tests/correctness, tests/gpu) and the
+fuzzer's."""
 from __future__ import annotations
 
 import halo
 from apps import matmul
+from halo.analysis.simplify import simplify
 from halo.ir import nodes as n
 from halo.ir.nodes import ForKind, const
 from halo.ir.printer import stmt_to_str
-from halo.ir.substitute import free_vars
+from halo.ir.substitute import free_vars, substitute
 from halo.lang.environment import Environment
 from halo.lower.hoist_guards import hoist_guards
 from halo.lower.pipeline import lower
@@ -77,8 +79,8 @@ def test_a_proof_does_not_read_a_shadowed_let():
 
 def test_what_reads_memory_or_depends_on_the_loop_stays_inside():
     """A condition that loads (its guard may keep the load in bounds), a let that loads,
-    a guard on the loop variable, and a let that would rebind a name of the loop's
-    bounds stay where they are: nothing moves."""
+    a guard on the variable of an unrolled loop, and a let that would rebind a name of
+    the loop's bounds stay where they are: nothing moves."""
     reads = n.LT(n.Load(halo.int32, "lut", V("c")), const(3))
     cases = [
         n.IfThenElse(reads, store(V("x"))),
@@ -86,8 +88,9 @@ def test_what_reads_memory_or_depends_on_the_loop_stays_inside():
                   n.IfThenElse(n.LT(V("v"), const(3)), store(V("x")))),
         n.IfThenElse(n.LT(V("x"), V("e")), store(V("x"))),
     ]
-    for body in cases:
-        nest = loop("x", 8, body, ForKind.SERIAL)
+    for body, kind in zip(cases, [ForKind.SERIAL, ForKind.SERIAL, ForKind.UNROLLED],
+                          strict=True):
+        nest = loop("x", 8, body, kind)
         assert hoist_guards(nest, None) == nest
     # A let of a name the loop's bounds read would rebind it above them.
     shadow = n.For("x", const(0), V("e"), ForKind.SERIAL,
@@ -122,3 +125,38 @@ def test_matmul_short_tiles_guard_the_reduction_step_not_each_multiply_add():
                 if free_vars(g.condition) & reduction]
     assert guards_of_the_step(("hoist_guards",))
     assert not guards_of_the_step(())
+
+
+def _runs(stmt: n.For, **values: int) -> list[int]:
+    """The values a loop's variable takes, with the names in its bounds set to `values`."""
+    lo, extent = (simplify(substitute(e, {k: const(v) for k, v in values.items()}))
+                  for e in (stmt.min, stmt.extent))
+    return list(range(lo.value, lo.value + extent.value))
+
+
+def test_a_guard_linear_in_a_serial_loop_becomes_its_range():
+    """The last, short step of a reduction over input channels: `c + k < e` (through a
+    let) cuts the loop over c to where it holds, so no iteration branches; a lower bound
+    moves the loop's start; a conjunct that loads stays in the body."""
+    body = n.LetStmt("r", n.Add(V("c"), V("k")),
+                     n.IfThenElse(n.And(n.LE(V("s"), V("c")),
+                                        n.And(n.LT(V("r"), V("e")), n.LT(
+                                            n.Load(halo.int32, "lut", V("c")), const(3)))),
+                                  store(V("r"))))
+    trimmed = hoist_guards(loop("c", 8, body, ForKind.SERIAL), None)
+    assert isinstance(trimmed, n.For)
+    (guard,) = nodes_of(trimmed, n.IfThenElse)
+    assert isinstance(guard.condition, n.LT) and isinstance(guard.condition.a, n.Load)
+    for k, e, s in [(0, 64, 0), (56, 61, 0), (56, 60, 2), (8, 3, 0), (0, 8, 9), (4, 6, -3)]:
+        assert _runs(trimmed, k=k, e=e, s=s) == [c for c in range(8) if s <= c and c + k < e]
+
+
+def test_guards_on_the_variable_of_other_loops_stay():
+    """Unrolled and vectorized loops keep their constant extents (their guards stay), and
+    a guard that isn't linear in the loop variable (`c * c < e`) stays in a serial one."""
+    for kind in (ForKind.UNROLLED, ForKind.VECTORIZED):
+        nest = loop("c", 8, n.IfThenElse(n.LT(V("c"), V("e")), store(V("c"))), kind)
+        assert hoist_guards(nest, None) == nest
+    square = loop("c", 8, n.IfThenElse(n.LT(n.Mul(V("c"), V("c")), V("e")), store(V("c"))),
+                  ForKind.SERIAL)
+    assert hoist_guards(square, None) == square
