@@ -86,8 +86,10 @@ def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16
     With `stages` > 1 the panels are double-buffered (`double_buffer(stages)`: the next
     step's panels are copied while this step's are read); with `a_by_column` A's panel is
     stored k-major (`reorder_storage`), so a thread's `register_tile` values of A at one k
-    are adjacent (vector loads from shared memory). Both are on by default: on an H200 they
-    take 4096^3 from 34.7 to 38.0 TFLOP/s (docs/gpu.md).
+    are adjacent (vector loads from shared memory), and, double-buffered, each thread
+    copies A four values of k at a time where it can (`_copy_by_rows_of_four`: a
+    vectorized load from global memory). Both are on by default: on an H200 they take
+    4096^3 from 34.7 to 41.2 TFLOP/s (docs/gpu.md).
     C's tiles shift inwards, so any C of at least a tile is whole tiles."""
     i, j = halo.vars("i j")
     io, jo, ii, ji, iv, jv, ty, tx, ko, ki = halo.vars("io jo ii ji iv jv ty tx ko ki")
@@ -109,13 +111,35 @@ def gpu_schedule(funcs, tile: int = 128, register_tile: int = 8, depth: int = 16
     A_panel, B_panel = A.cache_read("shared", [C_local]), B.cache_read("shared", [C_local])
     if a_by_column:
         A_panel.reorder_storage(*reversed(A_panel.args))
-    for panel in (A_panel, B_panel):
+    # (with one copy of the panels, the loads by four measured slower: 29.3 TFLOP/s
+    # against 36.7 at 4096^3, whose copies are then synchronous)
+    by_four = a_by_column and stages > 1 and _copy_by_rows_of_four(A_panel, tile, threads,
+                                                                     depth)
+    for panel in (B_panel,) if by_four else (A_panel, B_panel):
         row, column = panel.args
-        panel.compute_at(update, ko).split(row, rows, rt, threads)
-        panel.split(column, columns, ct, threads).reorder(rows, columns, rt, ct)
-        panel.gpu_threads(rt, ct).unroll(rows).unroll(columns)
+        panel.split(row, rows, rt, threads).split(column, columns, ct, threads)
+        panel.reorder(rows, columns, rt, ct).gpu_threads(rt, ct).unroll(rows).unroll(columns)
+    for panel in (A_panel, B_panel):
+        panel.compute_at(update, ko)
         if stages > 1:
             panel.double_buffer(stages)
+
+
+def _copy_by_rows_of_four(A_panel, tile: int, threads: int, depth: int) -> bool:
+    """Schedule the copy of A's k-major panel (`tile` rows x `depth` columns of k) by the
+    block's `threads` x `threads` threads four columns at a time, if `depth` allows it: a
+    thread's four adjacent values are one 16-byte load, a warp's loads whole 32-byte
+    sectors of `depth // 4` groups of rows, and the rows are copied in passes of
+    `threads**2 // (depth // 4)`. Whether it did (else the copy is left to the caller)."""
+    groups = depth // 4
+    if depth < 4 or depth % 4 or threads % groups or tile % (threads * threads // groups):
+        return False
+    row, column = A_panel.args
+    ro, ri, rhi, rlo, kc, kv, t = halo.vars("ro ri rhi rlo kc kv t")
+    A_panel.split(column, kc, kv, 4).split(row, ro, ri, threads * threads // groups)
+    A_panel.split(ri, rhi, rlo, threads // groups).reorder(ro, rhi, rlo, kc, kv)
+    A_panel.fuse(rlo, kc, t).gpu_threads(rhi, t).unroll(ro).vectorize(kv)
+    return True
 
 
 def gpu_schedule_vthread(funcs) -> None:
