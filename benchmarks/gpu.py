@@ -324,10 +324,13 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         check = cudnn()
         variants = {"torch (cuDNN, TF32 off)": cudnn}
         for label, schedule in (
-                ("halo, 16 channels x 2 x 32 pixels a block",
-                 lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2)),
-                ("halo, 16 channels x 4 x 32 pixels a block, 4 x 4 registers a thread",
-                 lambda f: conv_relu.gpu_schedule(f, channels=16, registers=(4, 4))),
+                ("halo, 32 channels x 4 x 32 pixels a block, 8 x 4 registers a thread",
+                 lambda f: conv_relu.gpu_schedule(f, channels=32, columns=32,
+                                                  registers=(8, 4))),
+                ("halo, 16 channels x 2 x 56 pixels a block",
+                 lambda f: conv_relu.gpu_schedule(f, rows=2)),
+                ("halo, 32 channels x 4 x 56 pixels a block, 8 x 8 registers a thread",
+                 lambda f: conv_relu.gpu_schedule(f, channels=32, registers=(8, 8))),
                 ("halo, direct (no shared memory)", conv_relu.gpu_schedule_direct)):
             other, _ = _halo(conv_relu, lambda f: f["relu"], schedule)
             variants[label] = _variant(other, out, image=image, weights=weights, bias=bias)
