@@ -3,6 +3,7 @@ subtrees are written once, and what isn't such a text is refused."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -105,3 +106,14 @@ def test_count_stores_reads_back_with_its_counted_funcs():
     back = lowered_from_text(lowered_text(lowered), lowered.env)
     assert lowered.counted and back.counted == lowered.counted
     np.testing.assert_array_equal(g.realize((4,)), [1, 3, 5, 7])
+
+
+def test_the_fuzzer_reports_a_saved_form_that_reads_back_as_other_code(monkeypatch):
+    from halo.fuzz import check
+    f = halo.Func("f")
+    f[halo.Var("x")] = 1
+    lowered = f.compile().lowered
+    assert check.saved_form_problem(lowered) == ""
+    monkeypatch.setattr(check, "lowered_from_text", lambda text, env: replace(
+        lowered, stmt=n.Evaluate(n.const(0))))
+    assert "reads back as other code" in check.saved_form_problem(lowered)

@@ -177,14 +177,18 @@ def compare(pipeline: RandomPipeline, got: np.ndarray, want: np.ndarray) -> str:
 def saved_form_problem(lowered: Lowered) -> str:
     """What is wrong with the form of `lowered` that the on-disk cache keeps (it must read
     back as the same code), or ""."""
+    return run_deep("saving and reading lowered code", _saved_form_problem, lowered)
+
+
+def _saved_form_problem(lowered: Lowered) -> str:
     text = lowered_text(lowered)
     if text is None:
         return ""
-    back = run_deep("reading the saved lowered code", lowered_from_text, text, lowered.env)
-    same = run_deep("comparing lowered code", lambda: (back.stmt, back.checks, back.counted)
-                    == (lowered.stmt, lowered.checks, lowered.counted))
-    return "" if same else "the lowered code's saved form (the on-disk cache's) reads back " \
-                           "as other code"
+    back = lowered_from_text(text, lowered.env)
+    if (back.stmt, back.checks, back.counted) == (lowered.stmt, lowered.checks,
+                                                  lowered.counted):
+        return ""
+    return "the lowered code's saved form (the on-disk cache's) reads back as other code"
 
 
 def run_case(case: Case) -> Outcome:
