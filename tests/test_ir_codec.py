@@ -31,7 +31,11 @@ def test_values_of_every_kind_read_back_equal():
                  n.Store("f", x, n.Cast(int8, n.Load(int32, "g", x, n.const(True, types.bool_))),
                          None))
     value = (loop, [n.const(-2**63, int64), n.const(3.5, float32)], "naïve", None, True, 7, 2.5)
-    assert round_trip(value) == value
+    back = round_trip(value)
+    assert back == value
+    # (7 == 7.0 and (1,) == [1] aside: each value keeps its kind)
+    assert [type(v) for v in back] == [type(v) for v in value]
+    assert [type(v.value) for v in back[1]] == [int, float]
 
 
 def test_float_constants_keep_their_bits():

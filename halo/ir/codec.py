@@ -104,4 +104,3 @@ def decode(text: str, classes: dict[str, type]) -> object:
         return field(data["root"])
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as e:
         raise ValueError(f"not an encoded IR value ({type(e).__name__}: {e})") from None
-

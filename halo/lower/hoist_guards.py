@@ -129,7 +129,8 @@ _LEVELS = 3
 
 def _hoisted(loop: n.For) -> n.Stmt:
     """`loop` with the lets and guard conjuncts of its body's spine that don't depend on
-    it moved outside it (unchanged when no guard moves)."""
+    it moved outside it, and, serial, its range cut to where the conjuncts linear in its
+    variable hold (`_trimmed`); unchanged when neither happens."""
     inside: list[n.LetStmt | n.Expr] = []
     outside: list[n.LetStmt | n.Expr] = []
     varying = {loop.name}
