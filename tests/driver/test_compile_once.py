@@ -25,7 +25,7 @@ def lowerings(monkeypatch, tmp_path):
         return real(env, target)
 
     monkeypatch.setattr(driver, "lower", counting)
-    monkeypatch.setattr(driver, "_kernels", LRUCache(capacity=64))  # none from other tests
+    _forget_compiled(monkeypatch)  # none from other tests
     monkeypatch.setenv("HALO_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("HALO_DEBUG", raising=False)
     monkeypatch.delenv("HALO_DUMP_IR", raising=False)
