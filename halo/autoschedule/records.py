@@ -56,7 +56,9 @@ class Record:
     compile_s: float = 0.0
     predicted_s: float | None = None
     session: str = ""
-    session_s: float = 0.0  # the tuning session's clock when this line was written
+    # seconds spent tuning this problem when this line was written: the earlier
+    # sessions' and this one's (a session's clock starts where the last one stopped)
+    session_s: float = 0.0
     when: float = field(default_factory=time.time)
     format: int = FORMAT
     # the cost model's terms of the schedule (`features.TERMS` by name) on the measuring

@@ -197,10 +197,8 @@ class _Session:
         self.records = Records(records) if records else None
         prior = self.records.of_problem(self.canon.digest, self.key) if self.records else []
         self.prior = for_target(prior, self.machine, "halo.autoschedule")
-        sessions: dict[str, float] = {}
-        for r in self.prior:
-            sessions[r.session] = max(sessions.get(r.session, 0.0), r.session_s)
-        self.spent_before = sum(sessions.values())
+        # Each session's clock starts where the earlier ones stopped (`session_s`).
+        self.spent_before = max((r.session_s for r in self.prior), default=0.0)
         self.candidates: dict[str, _Candidate] = {}
         for r in self.prior:
             text = r.schedule_for(self.canon)

@@ -4,6 +4,7 @@ machines; a candidate that crashes or hangs its worker is recorded as such and t
 goes on; the model refits on what was measured; mutations stay legal."""
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import time
@@ -209,32 +210,40 @@ def test_each_round_measures_random_walks_whatever_their_price():
 
 
 def test_a_larger_budget_resumes_without_measuring_again(tmp_path):
-    """The second session gets what the first left of a larger budget (`extra`, not the
-    whole budget again), and measures only schedules the first did not (the root schedule
-    again, as the values' reference). `extra` leaves room for the root and one more
-    schedule on a busy machine."""
+    """Each later session gets what the earlier ones left of a larger budget (`extra`, not
+    the whole budget again: its clock, `session_s`, starts where theirs stopped), and
+    measures only schedules they did not (the root schedule again, as the values'
+    reference). `extra` leaves room for the root and one more schedule on a busy
+    machine. The clocks are the sessions' own, which don't count the search before the
+    first measurement: a loaded machine slows that part most."""
     path = tmp_path / "tuning.jsonl"
     inp, out, image = _blur()
-    halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=BUDGET_S,
-                      records=str(path))
-    inp2, out2, _ = _blur()
-    extra = 12.0
-    start = time.monotonic()
-    halo.autoschedule(out2, inputs={inp2: image}, measure=True, budget_s=BUDGET_S + extra,
-                      records=str(path))
-    assert time.monotonic() - start < BUDGET_S + extra - BUDGET_S / 2
+    extra = 8.0
+    budgets = (BUDGET_S, BUDGET_S + extra, 0.0)
+    for k, budget in enumerate(budgets):
+        if k == 2:  # the clock so far plus `extra`: a third session still measures
+            budget = max(r["session_s"] for r in _records(path)) + extra
+        inp_k, out_k, _ = _blur() if k else (inp, out, None)
+        halo.autoschedule(out_k, inputs={inp_k: image}, measure=True, budget_s=budget,
+                          records=str(path))
     lines = [r for r in _records(path) if r["kind"] == "measurement"]
     sessions = list(dict.fromkeys(r["session"] for r in lines))
-    assert len(sessions) == 2
-    names = lines[0]["names"]  # the second session's Funcs have other made-up names
+    assert len(sessions) == 3
+    clocks = [[r["session_s"] for r in lines if r["session"] == s] for s in sessions]
+    for before, after in itertools.pairwise(clocks):
+        assert min(after) >= max(before)  # the clock goes on, and doesn't restart
+        # the session stopped near its own deadline, not a whole budget later
+        assert max(after) < max(before) + extra + BUDGET_S / 2
+    names = lines[0]["names"]  # the later sessions' Funcs have other made-up names
 
     def key(r: dict) -> str:
         return json.dumps(json.loads(renamed_schedule(r["schedule"], r["names"], names)),
                           sort_keys=True)
 
-    first, second = ([key(r) for r in lines if r["session"] == s] for s in sessions)
-    assert len(second) >= 2 and second[0] == first[0]  # the root schedule, measured first
-    assert not set(second[1:]) & set(first)
+    first, second, third = ([key(r) for r in lines if r["session"] == s] for s in sessions)
+    for later, earlier in ((second, first), (third, first + second)):
+        assert len(later) >= 2 and later[0] == first[0]  # the root schedule, measured first
+        assert not set(later[1:]) & set(earlier)
 
 
 def test_tuning_a_pipeline_of_two_outputs_with_a_param():
