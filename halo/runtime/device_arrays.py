@@ -76,9 +76,9 @@ class DeviceArray:
 def _contiguous_strides(shape: tuple[int, ...], dtype: np.dtype) -> tuple[int, ...]:
     strides, step = [], dtype.itemsize
     for extent in reversed(shape):
-        strides.insert(0, step)
+        strides.append(step)
         step *= max(extent, 1)
-    return tuple(strides)
+    return tuple(reversed(strides))
 
 
 def is_device_array(a: object) -> bool:

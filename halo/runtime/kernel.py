@@ -28,11 +28,12 @@ from halo.runtime.device_arrays import (
     as_device_array,
     as_kind_of,
     check_size,
-    device_array,
     is_device_array,
 )
 from halo.runtime.host_checks import compile_checks
 from halo.target import Target, TargetKind
+
+MAX_EXTENT = int32.max_value()
 
 
 class Kernel:
@@ -89,8 +90,9 @@ class Kernel:
             if isinstance(a, DeviceArray):
                 check_device_array(env.inputs[name], a.dtype, a.shape)
         for name, a in arrays.items():  # before _addressable copies a view halo can't index
-            for i, extent in enumerate(a.shape):
-                checked_scalar(int32, extent, self._describe_scalar(f"{name}.extent.{i}"))
+            if max(a.shape, default=0) > MAX_EXTENT:  # (the message: checked_scalar's)
+                for i, extent in enumerate(a.shape):
+                    checked_scalar(int32, extent, self._describe_scalar(f"{name}.extent.{i}"))
         arrays = {name: a if isinstance(a, DeviceArray) else
                   np.ascontiguousarray(a) if on_gpu else _addressable(a)
                   for name, a in arrays.items()}
@@ -104,22 +106,20 @@ class Kernel:
                    for o, f in zip(given, self.output_names, strict=False)] + \
                 given[len(self.output_names):]
         outs = self._outputs(shape, out, on_device)
-        # What the code writes: the outputs, or (GPU) device views and contiguous stand-ins
-        written = [_on_target(o, f"out= for {f}", on_gpu) for f, o in
-                   zip(self.output_names, outs, strict=True)]
-        if on_gpu:
-            written = [w if isinstance(w, DeviceArray) or w.flags.c_contiguous
-                       else np.empty(w.shape, w.dtype) for w in written]
-            for name, a in [*arrays.items(), *zip(self.output_names, written, strict=True)]:
-                check_size(a, f"array {name}")
+        # What the code writes: the outputs, or (GPU) contiguous stand-ins for NumPy ones
+        # (a GPU target's outputs are DeviceArrays or NumPy arrays by now)
+        written = [o if isinstance(o, DeviceArray) or o.flags.c_contiguous
+                   else np.empty(o.shape, o.dtype) for o in outs] if on_gpu else \
+            [_on_target(o, f"out= for {f}", False)
+             for f, o in zip(self.output_names, outs, strict=True)]
         named_arrays = [*arrays.items(), *zip(self.output_names, written, strict=True)]
         if origin is None:  # the same layouts and scalars as a call before: checked then
             layout = (tuple((a.shape, a.strides) for _, a in named_arrays),
                       tuple(scalars.values()))
             scalar_values = self._checked_calls.get(
-                layout, lambda: self._checked_scalars(named_arrays, scalars, origin))
+                layout, lambda: self._checked_scalars(named_arrays, scalars, origin, on_gpu))
         else:
-            scalar_values = self._checked_scalars(named_arrays, scalars, origin)
+            scalar_values = self._checked_scalars(named_arrays, scalars, origin, on_gpu)
         counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
         if on_gpu:
             self._run_on_gpu(arrays, written, scalar_values)
@@ -136,9 +136,13 @@ class Kernel:
             self.store_counts = dict(zip(self.lowered.counted, counts.tolist(), strict=True))
         return outs
 
-    def _checked_scalars(self, named_arrays: list, scalars: dict, origin) -> list:
+    def _checked_scalars(self, named_arrays: list, scalars: dict, origin, on_gpu: bool
+                         ) -> list:
         """The scalar arguments of a call on `named_arrays` (name, array: inputs, then what
         the outputs are written to), each checked, after the region checks pass."""
+        if on_gpu:
+            for name, a in named_arrays:
+                check_size(a, f"array {name}")
         call = f"{self.output_names[0]}.realize(...)"
         output = dict(named_arrays)[self.output_names[0]]
         origin = checked_origin(origin, output.ndim, call)
@@ -174,7 +178,7 @@ class Kernel:
                 raise InputError(f"out= has {len(outs)} array(s) for {len(funcs)} output(s)")
             for f, t, arr in zip(funcs, self._output_types, outs, strict=True):
                 _check_out(f.name, f.dimensions, t, arr, self.target.kind is TargetKind.CUDA)
-            if len({_shape(a) for a in outs}) > 1:
+            if len({a.shape for a in outs}) > 1:
                 raise InputError("all outputs of a Pipeline must have the same shape")
             return outs
         if shape is None:
@@ -208,14 +212,11 @@ def _on_target(a: object, what: str, on_gpu: bool) -> np.ndarray | DeviceArray:
     return a
 
 
-def _shape(a: object) -> tuple[int, ...]:
-    return device_array(a, "out=").shape if is_device_array(a) else a.shape
-
-
 def _check_out(name: str, dimensions: int, t: Type, arr: object, on_gpu: bool) -> None:
-    """Refuse an `out=` array compiled code can't write Func `name` (of type `t`) into."""
-    if on_gpu and is_device_array(arr):
-        d = device_array(arr, f"out= for {name}")
+    """Refuse an `out=` array compiled code can't write Func `name` (of type `t`) into
+    (on a GPU target, GPU arrays come as DeviceArrays)."""
+    if on_gpu and isinstance(arr, DeviceArray):
+        d = arr
         if d.dtype != t.numpy or d.ndim != dimensions or d.readonly:
             raise InputError(f"out= for {name} must be a writable {dimensions}-D "
                              f"{t} array, got a GPU array of dtype {d.dtype}, shape "

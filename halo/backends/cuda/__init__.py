@@ -66,6 +66,9 @@ class CudaPipeline:
             if self.aligned_kernels_source else None
         self._functions: dict[bool, list] = {}  # per module (aligned?), loaded when needed
         self._allocations: dict[int, object] = {}
+        # Per kernel, (name, conversion) of each parameter, in order: what a launch packs.
+        self._packing = [[(p.name, int if p.is_buffer else _conversion(p.type))
+                          for p in k.params] for k in self.kernels]
 
     def source(self) -> str:
         """The CUDA C of the kernels (and of their aligned twins), then the host code that
@@ -83,7 +86,11 @@ class CudaPipeline:
         if len(values) != len(self.args):
             raise HaloError(f"{self.name} takes {len(self.args)} arguments, got {len(values)}")
         v = {a.name: value for a, value in zip(self.args, values, strict=True)}
-        self._host(v, self._launch, self._alloc, self._free)
+        aligned = self._variant(v)  # (decided once a call, from the arguments alone)
+
+        def launch(k: int, v: dict[str, object], grid: tuple[int, ...]) -> None:
+            self._launch(k, v, grid, aligned)
+        self._host(v, launch, self._alloc, self._free)
 
     def _variant(self, v: dict[str, object]) -> bool:
         """Whether a call with values `v` runs the aligned module."""
@@ -109,7 +116,8 @@ class CudaPipeline:
             self._functions[aligned] = functions
         return self._functions[aligned]
 
-    def _launch(self, k: int, v: dict[str, object], grid: tuple[int, ...]) -> None:
+    def _launch(self, k: int, v: dict[str, object], grid: tuple[int, ...],
+                aligned: bool) -> None:
         kernel: DeviceKernel = self.kernels[k]
         if any(g <= 0 for g in grid):
             return
@@ -120,10 +128,9 @@ class CudaPipeline:
                     f"{kernel.name}: its grid needs {g} blocks along {'xyz'[axis]}, more than "
                     f"the {most} CUDA launches; use larger block tiles (gpu_tile sizes) or "
                     "bind the larger dimension to the innermost block loop")
-        values = [int(v[p.name]) if p.is_buffer else _scalar(p.type, v[p.name])
-                  for p in kernel.params]
-        self._load(self._variant(v))[k].prepared_call(grid3, kernel.block, *values,
-                                                      shared_size=kernel.dynamic_shared)
+        values = [convert(v[name]) for name, convert in self._packing[k]]
+        self._load(aligned)[k].prepared_call(grid3, kernel.block, *values,
+                                             shared_size=kernel.dynamic_shared)
 
     def _alloc(self, nbytes: int) -> int:
         allocation = cuda_driver().mem_alloc(nbytes)
@@ -178,12 +185,9 @@ def _format(p: KernelParam) -> str:
     return code if t.is_int else code.upper()
 
 
-def _scalar(t: Type, value: object) -> object:
-    if t.is_float:
-        return float(value)
-    if t.is_bool:
-        return bool(value)
-    return int(value)
+def _conversion(t: Type) -> type:
+    """What a scalar parameter of type `t` is passed to PyCUDA as."""
+    return float if t.is_float else bool if t.is_bool else int
 
 
 def compile_pipeline(name: str, body: n.Stmt, args: Sequence[Argument], arch: str,
