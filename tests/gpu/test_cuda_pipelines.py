@@ -144,3 +144,35 @@ def test_vector_accesses_of_misaligned_device_arrays(name):
     result = torch.zeros(want.size + 1, dtype=dtype, device="cuda")[1:].view(shape)
     out.realize(inputs={inp: view}, target="cuda", out=result)
     _check(result.cpu().numpy(), want, want.dtype)
+
+
+def test_a_pipeline_dropped_on_another_thread_is_unloaded_by_the_next_call():
+    """A compile cache evicts pipelines inside the thread a compile runs on, where PyCUDA
+    can't unload their modules (it warns "could not be cleaned up" and leaks them): they
+    wait for the loading thread's next call, which unloads them there."""
+    import copy
+    import gc
+    import threading
+    import warnings
+
+    from halo.backends import cuda
+
+    out, inputs, shape = PIPELINES["blur_shared"]()
+    kernel = out.compile("cuda")
+    f = kernel.function
+    dropped = [copy.copy(kernel)]
+    dropped[0].function = cuda.compile_pipeline("dropped", kernel.lowered.stmt, f.args,
+                                                f.arch, f.options)
+    want = halo.reference(out, shape, inputs=inputs)
+    _check(dropped[0].run(shape, None, None, inputs, {})[0], want, np.float32)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        thread = threading.Thread(target=dropped.clear)
+        thread.start()
+        thread.join()
+        gc.collect()
+        assert threading.get_ident() in cuda._orphans
+        _check(kernel.run(shape, None, None, inputs, {})[0], want, np.float32)
+        assert threading.get_ident() not in cuda._orphans
+        gc.collect()
+    assert not [w for w in caught if "cleaned up" in str(w.message)]

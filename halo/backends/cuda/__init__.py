@@ -13,10 +13,14 @@ integer tests in Python) runs it, any other call the general one, and each modul
 compiled the first time a call needs it. The CUDA C is generated at once
 (`source()` needs no GPU); nvcc runs (`compiler.py`, cached on disk) and the module loads
 (`device.py`) on the first call. The pipeline is called, as every backend's, with one
-value per argument: device pointers (ints) for buffers, numbers for scalars.
+value per argument: device pointers (ints) for buffers, numbers for scalars. A pipeline
+dropped on another thread than the one that loaded its modules (a compile cache evicting
+it during a compile, which runs on a thread of its own) leaves them to that thread's next
+call, where PyCUDA can unload them.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 from halo.backends.arguments import Argument
@@ -33,6 +37,11 @@ from halo.ir.visitor import walk
 
 # The largest grid CUDA launches, along x, y and z.
 MAX_GRID = (2**31 - 1, 65535, 65535)
+# The modules of pipelines dropped in another thread than the one that loaded them (a
+# compile cache evicting them while a compile runs on its own thread), by that thread:
+# PyCUDA unloads a module only where its context is current, so they are kept until the
+# thread's next call, which drops them.
+_orphans: dict[int, list] = {}
 
 
 class CudaPipeline:
@@ -65,6 +74,8 @@ class CudaPipeline:
         self.aligned_source = PRELUDE + "".join("\n" + source for source in aligned) \
             if self.aligned_kernels_source else None
         self._functions: dict[bool, list] = {}  # per module (aligned?), loaded when needed
+        self._modules: list = []
+        self._loaded_in: int | None = None  # the thread that loaded them
         self._allocations: dict[int, object] = {}
         # Per kernel, (name, conversion) of each parameter, in order: what a launch packs.
         self._packing = [[(p.name, int if p.is_buffer else _conversion(p.type))
@@ -85,6 +96,8 @@ class CudaPipeline:
     def __call__(self, *values: object) -> None:
         if len(values) != len(self.args):
             raise HaloError(f"{self.name} takes {len(self.args)} arguments, got {len(values)}")
+        if _orphans:
+            _orphans.pop(threading.get_ident(), None)
         v = {a.name: value for a, value in zip(self.args, values, strict=True)}
         aligned = self._variant(v)  # (decided once a call, from the arguments alone)
 
@@ -113,8 +126,15 @@ class CudaPipeline:
                         cuda_driver().function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES,
                         k.dynamic_shared)
                 functions.append(f)
+            self._modules.append(module)
+            self._loaded_in = threading.get_ident()
             self._functions[aligned] = functions
         return self._functions[aligned]
+
+    def __del__(self) -> None:
+        owner = getattr(self, "_loaded_in", None)
+        if owner is not None and owner != threading.get_ident():
+            _orphans.setdefault(owner, []).append((self._modules, self._functions))
 
     def _launch(self, k: int, v: dict[str, object], grid: tuple[int, ...],
                 aligned: bool) -> None:
