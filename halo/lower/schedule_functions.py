@@ -12,7 +12,9 @@ guards, `if guard: Realize(f, ProducerConsumer(f, ...))`. Loop variables are nam
 `f.s{stage}.{var}` for a stage's own dimensions and `{split var}.{new name}` for loops
 made by splits (Halide's convention), so every name is unique. Loop bounds of pure
 dimensions refer to `f.s{k}.{v}.min` / `.max`, which `bounds_inference` defines. The
-Provide of a stage scheduled `atomic()` is wrapped in `Atomic`.
+Provide of a stage scheduled `atomic()` is wrapped in `Atomic`. Inside a branch of a
+consumer's specialization, a producer specialized on the same condition keeps only the
+branch that condition takes there.
 """
 from __future__ import annotations
 
@@ -50,7 +52,37 @@ def schedule_functions(_: n.Stmt | None, ctx: LowerContext) -> n.Stmt:
             stmt = n.ProducerConsumer(name, _produce(name, ctx), stmt)
         elif ctx.compute_levels[name].kind is not PlacementKind.INLINE:
             stmt = _inject(stmt, name, ctx)
-    return stmt
+    conditions = {spec.condition.node for f in ctx.env.funcs.values()
+                  for stage in f.schedule.stages for spec in stage.specializations}
+    return _DecideSpecializations(conditions).mutate(stmt) if conditions else stmt
+
+
+class _DecideSpecializations(IRMutator):
+    """A producer computed inside a branch of its consumer's specialization, specialized
+    on the same condition, takes the branch that condition decides there: its other
+    branches are dead code, and they could have refused what the live one allows (a
+    block's registers tiled one way in one branch, another way in the other). The
+    conditions are over Params and input extents, which no loop or let rebinds."""
+
+    def __init__(self, conditions: set[n.Expr]):
+        self.conditions = conditions
+        self.known: dict[n.Expr, bool] = {}
+
+    def visit_IfThenElse(self, s: n.IfThenElse) -> n.Stmt:
+        c = s.condition
+        if c in self.known:
+            taken = s.then_case if self.known[c] else s.else_case
+            return n.NO_OP if taken is None else self.mutate(taken)
+        if c not in self.conditions:
+            return self.mutate_children(s)
+        try:
+            self.known[c] = True
+            then_case = self.mutate(s.then_case)
+            self.known[c] = False
+            else_case = None if s.else_case is None else self.mutate(s.else_case)
+        finally:
+            del self.known[c]
+        return n.IfThenElse(c, then_case, else_case)
 
 
 # ------------------------------------------------------------------ one Func's loops

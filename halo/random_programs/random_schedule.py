@@ -98,6 +98,7 @@ class Drawer:
     built: BuiltPipeline
     calls: list[Call] = field(default_factory=list)
     placements: dict = field(default_factory=dict)  # name -> "inline" | "root" | (ref, var)
+    conditions: list[str] = field(default_factory=list)  # specializations' drawn so far
 
     def emit(self, call: Call) -> None:
         apply_call(call, self.built)
@@ -434,8 +435,12 @@ def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int,
                     drawer.emit(call)
         _draw_loops(drawer, st, rng, rng.randint(0, count), LOOP_PRIMITIVES)
         if specialize and drawer.pipeline.inputs and rng.random() < SPECIALIZE_RATE:
-            spec = SpecState(f, k, is_output, dict(st.extents),
-                             cond=draw_condition(drawer.pipeline, rng))
+            # half the time a condition another stage specialized on: a producer computed
+            # inside a consumer's branches then has its branch decided there
+            cond = rng.choice(drawer.conditions) if drawer.conditions and \
+                rng.random() < 0.5 else draw_condition(drawer.pipeline, rng)
+            drawer.conditions.append(cond)
+            spec = SpecState(f, k, is_output, dict(st.extents), cond=cond)
             _draw_loops(drawer, spec, rng, rng.randint(1, 2), LOOP_PRIMITIVES)
         if intm is not None:
             place_rfactor(drawer, st, intm, rng)

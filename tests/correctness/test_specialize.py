@@ -120,6 +120,23 @@ def test_producer_computed_inside_every_branch():
         assert_matches_reference(f, (4, w), inputs={inp: a})
 
 
+def test_producer_specialized_like_its_consumer_keeps_one_branch_in_each():
+    """A producer computed inside its consumer's branches, specialized on the same
+    condition, runs in each branch only the schedule that condition takes there."""
+    inp, g, f = two_stage()
+    wide = inp.shape[1] > 20
+    f.split(x, xo, xi, 4)
+    f.specialize(wide).vectorize(xi)
+    g.compute_at(f, xo)
+    g.specialize(wide).vectorize(x, 4)
+    # one branch on the condition: g's own, inside each side of f's, is decided there
+    then_case, else_case = branches(f, "20 < inp.extent.1")
+    assert "ramp(" in then_case and "ramp(" not in else_case  # g vectorized on one side
+    for w in (3, 25, 20, 21):
+        a = rng.random((4, w + 1), dtype=np.float32)
+        assert_matches_reference(f, (4, w), inputs={inp: a})
+
+
 def test_specialized_cache_stage():
     """A cache stage can be specialized like any Func."""
     inp, g, f = two_stage()
