@@ -50,7 +50,7 @@ def algorithm():
     relu = halo.Func("relu")
     relu[n, co, y, x] = halo.max(conv[n, co, y, x], 0.0)
     return image, weights, bias, relu, {"relu": relu, "conv": conv, "padded": padded,
-                                        "r": r}
+                                        "r": r, "image": image}
 
 
 def vector() -> int:
@@ -71,8 +71,16 @@ def schedule(funcs) -> None:
     padded.compute_root().parallel(padded.args[1]).vectorize(padded.args[3], vector())
 
 
-def gpu_schedule(funcs, channels: int = 16, rows: int = 4, columns: int = 56,
-                 depth: int = 8, registers: tuple[int, int] = (4, 8), stages: int = 1) -> None:
+# `gpu_schedule`'s tiling of small batches: (the most images, the arguments that differ).
+# Blocks of half the channels and threads of half the registers: twice the blocks, each
+# with more threads, where a batch's blocks of the large tiling don't fill the GPU (on an
+# H200: faster up to 4 images, slower from 6; docs/gpu.md).
+SMALL_BATCH = (4, {"channels": 16, "registers": (2, 8)})
+
+
+def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 56,
+                 depth: int = 16, registers: tuple[int, int] = (4, 7), stages: int = 1,
+                 small_batch: tuple[int, dict] | None = SMALL_BATCH) -> None:
     """For target 'cuda', as an implicit matrix multiply (the pattern of matmul's
     `gpu_schedule`): a block computes `channels` output channels x `rows` x `columns`
     pixels of one image (the grid: images, channel blocks, pixel tiles); each thread
@@ -83,35 +91,55 @@ def gpu_schedule(funcs, channels: int = 16, rows: int = 4, columns: int = 56,
     memory, then each thread runs its 9 x `depth` x registers multiply-adds, the weights
     read through L1 (every lane of a warp reads the same weight; staging them in shared
     memory too measured slower). The grid has a block per image too, so a batch fills
-    the GPU. With `stages` > 1 the window is double-buffered: the next steps' windows are
-    copied (asynchronously, zeros outside the image) while this one is read.
-    The defaults fit ResNet's 56 x 56 layers (a row of the image a row of a block's
-    tile; any width runs, in tiles of 56 shifted inwards); on an H200 they measured
-    faster than 32 channels x 4 x 32 pixels with 8 x 4 registers at batch 1 and 32
+    the GPU; a batch of at most `small_batch[0]` images runs another tiling instead
+    (`specialize` on the image's batch extent): these arguments with those of
+    `small_batch[1]`, whose blocks are smaller and more. With `stages` > 1 the window is
+    double-buffered: the next steps' windows are copied (asynchronously, zeros outside
+    the image) while this one is read. The defaults fit ResNet's 56 x 56 layers (a row
+    of the image a row of a block's tile; any width runs, in tiles of 56 shifted
+    inwards); on an H200 they measured fastest of the tilings tried at batch 1 and 32
     (docs/gpu.md)."""
+    relu, conv, padded = funcs["relu"], funcs["conv"], funcs["padded"]
+    tile, cio = halo.vars("tile cio")  # (loops of every branch: `_tile` makes them)
+    conv.compute_at(relu, tile).store_in("local")
+    padded.compute_at(conv.update(0), cio).store_in("shared")
+    if stages > 1:
+        padded.double_buffer(stages)
+    tiling = {"channels": channels, "rows": rows, "columns": columns, "depth": depth,
+              "registers": registers}
+    if small_batch is not None:  # (specialized first: a copy of the stages' plain loops)
+        # (a bound, not `== 1`, which would pin the extent in that branch's code: the
+        # kernel then indexed the image without the batch, and ptxas gave it 55
+        # registers where it gives the same code with the batch 80, 15% slower)
+        most, arguments = small_batch
+        small = funcs["image"].shape[0] <= most
+        _tile(funcs, lambda stage: stage.specialize(small), **{**tiling, **arguments})
+    _tile(funcs, lambda stage: stage, **tiling)
+
+
+def _tile(funcs, branch, channels: int, rows: int, columns: int, depth: int,
+          registers: tuple[int, int]) -> None:
+    """`gpu_schedule`'s loops of each stage, as `branch(stage)` (the stage, or one of its
+    specializations) has them."""
     n, co, y, x = halo.vars("n co y x")
     coo, coi, yo, yi, xo, xi, ct, cv, xt, xv = halo.vars("coo coi yo yi xo xi ct cv xt xv")
     cio, cii, c, ys, yt, xs, tile = halo.vars("cio cii c ys yt xs tile")
     relu, conv, padded, r = funcs["relu"], funcs["conv"], funcs["padded"], funcs["r"]
-    relu.split(co, coo, coi, channels).split(y, yo, yi, rows).split(x, xo, xi, columns)
     rc, rx = registers
-    relu.split(coi, ct, cv, rc).split(xi, xt, xv, rx)
-    relu.reorder(n, coo, yo, xo, ct, yi, xt, cv, xv).fuse(yo, xo, tile) \
+    branch(relu).split(co, coo, coi, channels).split(y, yo, yi, rows) \
+        .split(x, xo, xi, columns).split(coi, ct, cv, rc).split(xi, xt, xv, rx) \
+        .reorder(n, coo, yo, xo, ct, yi, xt, cv, xv).fuse(yo, xo, tile) \
         .gpu_blocks(n, coo, tile).gpu_threads(ct, yi, xt).unroll(cv).unroll(xv)
-    conv.compute_at(relu, tile).store_in("local")
-    conv.split(co, ct, cv, rc, tail="guard").split(x, xt, xv, rx, tail="guard") \
+    branch(conv).split(co, ct, cv, rc, tail="guard").split(x, xt, xv, rx, tail="guard") \
         .reorder(n, ct, y, xt, cv, xv).gpu_threads(ct, y, xt).unroll(cv).unroll(xv)
-    update = conv.update(0)
-    update.split(r.x, cio, cii, depth).split(co, ct, cv, rc).split(x, xt, xv, rx)
-    update.reorder(n, cio, ct, y, xt, cii, r.y, r.z, cv, xv).gpu_threads(ct, y, xt) \
+    branch(conv.update(0)).split(r.x, cio, cii, depth).split(co, ct, cv, rc) \
+        .split(x, xt, xv, rx) \
+        .reorder(n, cio, ct, y, xt, cii, r.y, r.z, cv, xv).gpu_threads(ct, y, xt) \
         .unroll(r.y).unroll(r.z).unroll(cv).unroll(xv)
-    padded.compute_at(update, cio).store_in("shared")
     image_c, image_y, image_x = padded.args[1:]
-    padded.split(image_x, xs, xt, columns // rx).split(image_y, ys, yt, rows) \
+    branch(padded).split(image_x, xs, xt, columns // rx).split(image_y, ys, yt, rows) \
         .reorder(image_c, ys, xs, yt, xt).split(image_c, c, cii, channels // rc) \
         .reorder(c, ys, xs, cii, yt, xt).gpu_threads(cii, yt, xt)
-    if stages > 1:
-        padded.double_buffer(stages)
 
 
 def gpu_schedule_direct(funcs) -> None:

@@ -323,14 +323,17 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
             return torch.relu(torch.nn.functional.conv2d(image, weights, bias, padding=1))
         check = cudnn()
         variants = {"torch (cuDNN, TF32 off)": cudnn}
+        small = {**conv_relu.SMALL_BATCH[1], "small_batch": None}
         for label, schedule in (
-                ("halo, 32 channels x 4 x 32 pixels a block, 8 x 4 registers a thread",
-                 lambda f: conv_relu.gpu_schedule(f, channels=32, columns=32,
-                                                  registers=(8, 4))),
-                ("halo, 16 channels x 2 x 56 pixels a block",
-                 lambda f: conv_relu.gpu_schedule(f, rows=2)),
-                ("halo, 32 channels x 4 x 56 pixels a block, 8 x 8 registers a thread",
-                 lambda f: conv_relu.gpu_schedule(f, channels=32, registers=(8, 8))),
+                ("halo, the large-batch tiling at any batch (32 channels x 4 x 56 pixels a "
+                 "block, 4 x 7 registers a thread)",
+                 lambda f: conv_relu.gpu_schedule(f, small_batch=None)),
+                ("halo, the small-batch tiling at any batch (16 channels x 4 x 56 pixels, "
+                 "2 x 8 registers)", lambda f: conv_relu.gpu_schedule(f, **small)),
+                ("halo, 16 channels x 4 x 56 pixels, 4 x 8 registers, 8 input channels a "
+                 "step (the default before)",
+                 lambda f: conv_relu.gpu_schedule(f, channels=16, depth=8, registers=(4, 8),
+                                                  small_batch=None)),
                 ("halo, direct (no shared memory)", conv_relu.gpu_schedule_direct)):
             other, _ = _halo(conv_relu, lambda f: f["relu"], schedule)
             variants[label] = _variant(other, out, image=image, weights=weights, bias=bias)

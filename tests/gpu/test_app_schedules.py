@@ -94,14 +94,18 @@ def test_harris(shape, tile):
 
 @pytest.mark.parametrize("schedule", [
     conv_relu.gpu_schedule, conv_relu.gpu_schedule_direct,
-    lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4),
+    lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4,
+                                     registers=(4, 8)),
     lambda f: conv_relu.gpu_schedule(f, registers=(4, 8)),
     lambda f: conv_relu.gpu_schedule(f, stages=2),
-    lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4, stages=3)],
+    lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4,
+                                     registers=(4, 8), stages=3),
+    lambda f: conv_relu.gpu_schedule(f, small_batch=None)],
     ids=["shared", "direct", "shared_small_tiles", "registers_4_8", "double_buffered",
-         "three_stages"])
+         "three_stages", "one_tiling"])
 @pytest.mark.parametrize(("batch", "ci", "co", "h", "w"),
-                         [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33), (1, 13, 37, 9, 40)])
+                         [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33), (1, 13, 37, 9, 40),
+                          (5, 3, 17, 6, 58)])
 def test_conv_relu(batch, ci, co, h, w, schedule):
     image, weights, bias, relu, funcs = conv_relu.algorithm()
     schedule(funcs)
