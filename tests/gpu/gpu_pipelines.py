@@ -416,7 +416,7 @@ def warp_rows(shape=(13, 1000)):
     total.gpu_tile(y, yo, yi, 4)
     total.update(0).split(r.x, ro, ri, 32).gpu_threads(ri).reorder(ri, ro) \
         .split(y, yo, yi, 4).gpu_blocks(yo).gpu_threads(yi, ri)
-    return total, {inp: _image(shape)}, (shape[0],)
+    return total, {inp: _image(shape).round()}, (shape[0],)
 
 
 def warp_merge(shape=(7, 301)):
