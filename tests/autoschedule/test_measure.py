@@ -45,6 +45,28 @@ def test_run_job_times_and_samples_the_output():
     assert not samples_agree(m.sample, [want.reshape(-1) + 1])
 
 
+def test_timed_calls_write_into_the_first_calls_output(monkeypatch):
+    """Only the first call makes its outputs; the timed ones write into them (out=), so
+    the times don't include a new array's page faults. An offset region keeps its
+    origin."""
+    from halo.runtime.kernel import Kernel
+    calls = []
+    run = Kernel.run
+
+    def recording(self, shape, out, origin, inputs, named):
+        result = run(self, shape, out, origin, inputs, named)
+        calls.append((shape, out, origin, result))
+        return result
+    monkeypatch.setattr(Kernel, "run", recording)
+    sizes = Sizes.of([(2, 30), (1, 40)], {"inp": (40, 50)})
+    m = run_job(MeasureJob(blur_outputs, _hand_schedule(), sizes, repeats=3))
+    assert m.error is None and len(calls) >= 4
+    (shape, out, origin, first), *timed = calls
+    assert shape == (30, 40) and out is None and origin == (2, 1)
+    assert all(o is first and r[0] is first[0] and org == (2, 1)
+               for _, o, org, r in timed)
+
+
 def test_refused_schedule_is_an_error_measurement():
     bad = _hand_schedule().replace('"blur_x"', '"no_such_func"')
     m = run_job(MeasureJob(blur_outputs, bad, SIZES, key="bad"))
