@@ -117,9 +117,9 @@ class Kernel:
             layout = (tuple((a.shape, a.strides) for _, a in named_arrays),
                       tuple(scalars.values()))
             scalar_values = self._checked_calls.get(
-                layout, lambda: self._checked_scalars(named_arrays, scalars, origin, on_gpu))
+                layout, lambda: self._checked_scalars(named_arrays, scalars, origin))
         else:
-            scalar_values = self._checked_scalars(named_arrays, scalars, origin, on_gpu)
+            scalar_values = self._checked_scalars(named_arrays, scalars, origin)
         counts = np.zeros(len(self.lowered.counted), dtype=np.int64)
         if on_gpu:
             self._run_on_gpu(arrays, written, scalar_values)
@@ -136,11 +136,10 @@ class Kernel:
             self.store_counts = dict(zip(self.lowered.counted, counts.tolist(), strict=True))
         return outs
 
-    def _checked_scalars(self, named_arrays: list, scalars: dict, origin, on_gpu: bool
-                         ) -> list:
+    def _checked_scalars(self, named_arrays: list, scalars: dict, origin) -> list:
         """The scalar arguments of a call on `named_arrays` (name, array: inputs, then what
         the outputs are written to), each checked, after the region checks pass."""
-        if on_gpu:
+        if self.target.kind is TargetKind.CUDA:
             for name, a in named_arrays:
                 check_size(a, f"array {name}")
         call = f"{self.output_names[0]}.realize(...)"
@@ -216,11 +215,10 @@ def _check_out(name: str, dimensions: int, t: Type, arr: object, on_gpu: bool) -
     """Refuse an `out=` array compiled code can't write Func `name` (of type `t`) into
     (on a GPU target, GPU arrays come as DeviceArrays)."""
     if on_gpu and isinstance(arr, DeviceArray):
-        d = arr
-        if d.dtype != t.numpy or d.ndim != dimensions or d.readonly:
+        if arr.dtype != t.numpy or arr.ndim != dimensions or arr.readonly:
             raise InputError(f"out= for {name} must be a writable {dimensions}-D "
-                             f"{t} array, got a GPU array of dtype {d.dtype}, shape "
-                             f"{d.shape}{', read-only' if d.readonly else ''}")
+                             f"{t} array, got a GPU array of dtype {arr.dtype}, shape "
+                             f"{arr.shape}{', read-only' if arr.readonly else ''}")
         return
     if not isinstance(arr, np.ndarray) or arr.dtype != t.numpy or \
             arr.ndim != dimensions:

@@ -217,15 +217,15 @@ def test_a_larger_budget_resumes_without_measuring_again(tmp_path):
     machine. The clocks are the sessions' own, which don't count the search before the
     first measurement: a loaded machine slows that part most."""
     path = tmp_path / "tuning.jsonl"
-    inp, out, image = _blur()
     extra = 8.0
-    budgets = (BUDGET_S, BUDGET_S + extra, 0.0)
-    for k, budget in enumerate(budgets):
-        if k == 2:  # the clock so far plus `extra`: a third session still measures
-            budget = max(r["session_s"] for r in _records(path)) + extra
-        inp_k, out_k, _ = _blur() if k else (inp, out, None)
-        halo.autoschedule(out_k, inputs={inp_k: image}, measure=True, budget_s=budget,
+
+    def session(budget_s: float) -> None:
+        inp, out, image = _blur()
+        halo.autoschedule(out, inputs={inp: image}, measure=True, budget_s=budget_s,
                           records=str(path))
+    session(BUDGET_S)
+    session(BUDGET_S + extra)
+    session(max(r["session_s"] for r in _records(path)) + extra)  # still measures
     lines = [r for r in _records(path) if r["kind"] == "measurement"]
     sessions = list(dict.fromkeys(r["session"] for r in lines))
     assert len(sessions) == 3

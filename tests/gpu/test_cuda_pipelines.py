@@ -1,12 +1,17 @@
 """Every GPU test pipeline (gpu_pipelines.py) on the GPU, against halo.reference: NumPy
 arrays in and out, device arrays (PyTorch, CuPy) used in place, out= on the device."""
+import copy
+import gc
 import importlib.util
+import threading
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import halo
+from halo.backends import cuda as cuda_backend
 
 _spec = importlib.util.spec_from_file_location("gpu_pipelines",
                                                Path(__file__).with_name("gpu_pipelines.py"))
@@ -150,19 +155,12 @@ def test_a_pipeline_dropped_on_another_thread_is_unloaded_by_the_next_call():
     """A compile cache evicts pipelines inside the thread a compile runs on, where PyCUDA
     can't unload their modules (it warns "could not be cleaned up" and leaks them): they
     wait for the loading thread's next call, which unloads them there."""
-    import copy
-    import gc
-    import threading
-    import warnings
-
-    from halo.backends import cuda
-
     out, inputs, shape = PIPELINES["blur_shared"]()
     kernel = out.compile("cuda")
     f = kernel.function
     dropped = [copy.copy(kernel)]
-    dropped[0].function = cuda.compile_pipeline("dropped", kernel.lowered.stmt, f.args,
-                                                f.arch, f.options)
+    dropped[0].function = cuda_backend.compile_pipeline("dropped", kernel.lowered.stmt,
+                                                        f.args, f.arch, f.options)
     want = halo.reference(out, shape, inputs=inputs)
     _check(dropped[0].run(shape, None, None, inputs, {})[0], want, np.float32)
     with warnings.catch_warnings(record=True) as caught:
@@ -171,8 +169,8 @@ def test_a_pipeline_dropped_on_another_thread_is_unloaded_by_the_next_call():
         thread.start()
         thread.join()
         gc.collect()
-        assert threading.get_ident() in cuda._orphans
+        assert threading.get_ident() in cuda_backend._orphans
         _check(kernel.run(shape, None, None, inputs, {})[0], want, np.float32)
-        assert threading.get_ident() not in cuda._orphans
+        assert threading.get_ident() not in cuda_backend._orphans
         gc.collect()
     assert not [w for w in caught if "cleaned up" in str(w.message)]
