@@ -27,6 +27,8 @@ a constant 4 x 2 x vector and its loops unroll and vectorize as written.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 import halo
@@ -71,16 +73,18 @@ def schedule(funcs) -> None:
     padded.compute_root().parallel(padded.args[1]).vectorize(padded.args[3], vector())
 
 
-# `gpu_schedule`'s tiling of small batches: (the most images, the arguments that differ).
-# Blocks of half the channels and threads of half the registers: twice the blocks, each
-# with more threads, where a batch's blocks of the large tiling don't fill the GPU (on an
-# H200: faster up to 4 images, slower from 6; docs/gpu.md).
-SMALL_BATCH = (4, {"channels": 16, "registers": (2, 8)})
+# `gpu_schedule`'s tilings of small batches, smallest first: (the most images, the
+# arguments that differ). Where a batch's blocks of the large tiling don't fill the GPU,
+# blocks of fewer channels and threads of fewer registers: more blocks, each with more
+# threads (on an H200: the second faster from 2 to 4 images, slower from 6; the first,
+# with twice the blocks again, faster at one image; docs/gpu.md).
+SMALL_BATCHES = ((1, {"channels": 16, "rows": 2, "registers": (2, 4)}),
+                 (4, {"channels": 16, "registers": (2, 8)}))
 
 
 def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 56,
-                 depth: int = 16, registers: tuple[int, int] = (4, 7), stages: int = 1,
-                 small_batch: tuple[int, dict] | None = SMALL_BATCH) -> None:
+                 depth: int = 16, registers: tuple[int, int] = (4, 7), stages: int = 2,
+                 small_batches: Sequence[tuple[int, dict]] = SMALL_BATCHES) -> None:
     """For target 'cuda', as an implicit matrix multiply (the pattern of matmul's
     `gpu_schedule`): a block computes `channels` output channels x `rows` x `columns`
     pixels of one image (the grid: images, channel blocks, pixel tiles); each thread
@@ -91,9 +95,10 @@ def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 56,
     memory, then each thread runs its 9 x `depth` x registers multiply-adds, the weights
     read through L1 (every lane of a warp reads the same weight; staging them in shared
     memory too measured slower). The grid has a block per image too, so a batch fills
-    the GPU; a batch of at most `small_batch[0]` images runs another tiling instead
-    (`specialize` on the image's batch extent): these arguments with those of
-    `small_batch[1]`, whose blocks are smaller and more. With `stages` > 1 the window is
+    the GPU; a batch of at most `most` images, for the first (most, arguments) of
+    `small_batches` it is within, runs another tiling instead (`specialize` on the
+    image's batch extent): these arguments with `arguments`, whose blocks are smaller
+    and more. With `stages` > 1 (the default 2) the window is
     double-buffered: the next steps' windows are copied (asynchronously, zeros outside
     the image) while this one is read. The defaults fit ResNet's 56 x 56 layers (a row
     of the image a row of a block's tile; any width runs, in tiles of 56 shifted
@@ -107,13 +112,14 @@ def gpu_schedule(funcs, channels: int = 32, rows: int = 4, columns: int = 56,
         padded.double_buffer(stages)
     tiling = {"channels": channels, "rows": rows, "columns": columns, "depth": depth,
               "registers": registers}
-    if small_batch is not None:  # (specialized first: a copy of the stages' plain loops)
-        # (a bound, not `== 1`, which would pin the extent in that branch's code: the
-        # kernel then indexed the image without the batch, and ptxas gave it 55
-        # registers where it gives the same code with the batch 80, 15% slower)
-        most, arguments = small_batch
+    # (specialized first: copies of the stages' plain loops; a bound, not `== 1`, which
+    # would pin the extent in that branch's code: the kernel then indexed the image
+    # without the batch, and ptxas gave it 55 registers where it gives the same code with
+    # the batch 80, 15% slower)
+    for most, arguments in small_batches:
         small = funcs["image"].shape[0] <= most
-        _tile(funcs, lambda stage: stage.specialize(small), **{**tiling, **arguments})
+        _tile(funcs, lambda stage, small=small: stage.specialize(small),
+              **{**tiling, **arguments})
     _tile(funcs, lambda stage: stage, **tiling)
 
 

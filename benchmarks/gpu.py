@@ -323,17 +323,17 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
             return torch.relu(torch.nn.functional.conv2d(image, weights, bias, padding=1))
         check = cudnn()
         variants = {"torch (cuDNN, TF32 off)": cudnn}
-        small = {**conv_relu.SMALL_BATCH[1], "small_batch": None}
+        tilings = [("halo, the large-batch tiling at any batch (32 channels x 4 x 56 pixels a "
+                    "block, 4 x 7 registers a thread)", {})]
+        tilings += [(f"halo, the tiling of batches up to {most} at any batch "
+                     f"({', '.join(f'{k} {v}' for k, v in arguments.items())})", arguments)
+                    for most, arguments in conv_relu.SMALL_BATCHES]
+        tilings.append(("halo, 16 channels x 4 x 56 pixels, 4 x 8 registers, 8 input "
+                        "channels a step (the default before)",
+                        {"channels": 16, "depth": 8, "registers": (4, 8)}))
         for label, schedule in (
-                ("halo, the large-batch tiling at any batch (32 channels x 4 x 56 pixels a "
-                 "block, 4 x 7 registers a thread)",
-                 lambda f: conv_relu.gpu_schedule(f, small_batch=None)),
-                ("halo, the small-batch tiling at any batch (16 channels x 4 x 56 pixels, "
-                 "2 x 8 registers)", lambda f: conv_relu.gpu_schedule(f, **small)),
-                ("halo, 16 channels x 4 x 56 pixels, 4 x 8 registers, 8 input channels a "
-                 "step (the default before)",
-                 lambda f: conv_relu.gpu_schedule(f, channels=16, depth=8, registers=(4, 8),
-                                                  small_batch=None)),
+                *((label, lambda f, a=arguments: conv_relu.gpu_schedule(
+                    f, **a, small_batches=())) for label, arguments in tilings),
                 ("halo, direct (no shared memory)", conv_relu.gpu_schedule_direct)):
             other, _ = _halo(conv_relu, lambda f: f["relu"], schedule)
             variants[label] = _variant(other, out, image=image, weights=weights, bias=bias)

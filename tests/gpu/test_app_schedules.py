@@ -100,7 +100,7 @@ def test_harris(shape, tile):
     lambda f: conv_relu.gpu_schedule(f, stages=2),
     lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4,
                                      registers=(4, 8), stages=3),
-    lambda f: conv_relu.gpu_schedule(f, small_batch=None)],
+    lambda f: conv_relu.gpu_schedule(f, small_batches=())],
     ids=["shared", "direct", "shared_small_tiles", "registers_4_8", "double_buffered",
          "three_stages", "one_tiling"])
 @pytest.mark.parametrize(("batch", "ci", "co", "h", "w"),
