@@ -18,13 +18,18 @@ The rounds, until the budget is spent:
    `LinearTermsModel` can) is refitted on every measurement so far, and the next round
    is priced by it.
 
-At the end the fastest measured schedules are checked at awkward sizes (`validate.py`)
-until one passes; it is applied and returned with its measured time and the tuning curve
-(seconds spent, best time so far). Measurements from a host whose fingerprint is not the
-target's are dropped. With `records=`, every measurement and the chosen best are
-appended to the records file (`records.py`), and a later call resumes: what was measured
-is not measured again, the budget counts the time spent before, and once it is spent (or
-without `measure=True`) the recorded best is returned at once.
+At the end, in the time kept for it, the RUNOFF fastest measured schedules are measured
+again, RUNOFF_ROUNDS times each in turns: each got there by the best of many noisy times,
+and on a busy machine the fastest first time is as often luck as speed (unsharp's best
+first time, 7.5 ms, ran 11-14 ms timed again). Their runoff medians rank them, ahead of
+the rest. The ranked schedules are checked at awkward sizes (`validate.py`) until one
+passes; it is applied and returned with its time (its runoff median, where it ran) and
+the tuning curve (seconds spent, best first time so far). Measurements from a host whose
+fingerprint is not the target's are dropped. With `records=`, every measurement and the
+chosen best (with its runoff times) are appended to the records file (`records.py`), and
+a later call resumes: what was measured is not measured again (but for the runoff), the
+budget counts the time spent before, and once it is spent (or without `measure=True`)
+the recorded best is returned at once.
 """
 from __future__ import annotations
 
@@ -90,7 +95,10 @@ REPEATS = 3        # timed calls per candidate, after the warm-up
 CUTOFF = 3.0       # a candidate whose first call is this much slower than the best so far
                    # is timed once (the root schedule of a big matmul takes seconds a call)
 FIT_AFTER = 4      # measurements before the model is refitted
-CHECK_SHARE = 0.1  # of the budget, kept for the checks at awkward sizes
+CHECK_SHARE = 0.1  # of the budget, kept for the runoff (half of it) and the checks at
+                   # awkward sizes
+RUNOFF = 4         # the fastest measured schedules measured again at the end
+RUNOFF_ROUNDS = 3  # times each
 MIN_TIMEOUT_S = 10.0  # the default executor's timeout for a job, at the least
 
 
@@ -116,6 +124,13 @@ class _Candidate:
     seconds: float | None = None
     error: str | None = None
     recorded_best: bool = False
+    runoff: list[float] = field(default_factory=list)  # its times measured again at the end
+
+    @property
+    def time_s(self) -> float | None:
+        """Its runoff median (the upper one of an even count) where it ran, else its
+        first measured time."""
+        return sorted(self.runoff)[len(self.runoff) // 2] if self.runoff else self.seconds
 
 
 @dataclass
@@ -254,6 +269,7 @@ class _Session:
                 self._measure(executor, batch, check_at, bar)
                 self._refit()
             proposals, walks = self._proposals(rng, check_at)
+        self._runoff(executor, deadline - CHECK_SHARE * self.budget_s / 2)
         if bar is not None:
             bar.close()
         return self._choose()
@@ -337,15 +353,18 @@ class _Session:
                                 f"halo.reference over {shape}; please report this algorithm")
             return
 
+    def _job(self, c: _Candidate, key: int, repeats: int = REPEATS,
+             cutoff: float | None = None) -> MeasureJob:
+        return MeasureJob(self.build, c.schedule, self.sizes, repeats, str(key),
+                          self.p.target.num_threads, self.make_inputs, cutoff)
+
     def _measure(self, executor: Executor, batch: list[_Candidate], until: float,
                  bar) -> None:
         best = self._fastest()
         cutoff = CUTOFF * best[0].seconds if best else None
         repeats = REPEATS if best else 1  # the root schedule: a baseline, not a contender
-        jobs = [MeasureJob(self.build, c.schedule, self.sizes, repeats, str(k),
-                           self.p.target.num_threads, self.make_inputs, cutoff)
-                for k, c in enumerate(batch)]
-        results = executor.measure(jobs)
+        results = executor.measure([self._job(c, k, repeats, cutoff)
+                                    for k, c in enumerate(batch)])
         try:
             for m in results:
                 self._take(batch[int(m.key)], m)
@@ -358,10 +377,39 @@ class _Session:
             if close is not None:  # stops the jobs still running
                 close()
 
+    def _runoff(self, executor: Executor, until: float) -> None:
+        """The RUNOFF fastest schedules measured again, RUNOFF_ROUNDS times each, a round
+        of every one in turn (a drift of the machine's speed falls on them all), until
+        `until`; each keeps the times of the rounds that all of them finished."""
+        finalists = self._fastest()[:RUNOFF]
+        if len(finalists) < 2 or time.monotonic() >= until:
+            return
+        jobs = [self._job(c, k) for _ in range(RUNOFF_ROUNDS) for k, c in enumerate(finalists)]
+        results = executor.measure(jobs)
+        try:
+            for m in results:
+                if m.error is None and self._same_machine(m):
+                    finalists[int(m.key)].runoff.append(m.seconds)
+                if time.monotonic() >= until:
+                    break
+        finally:
+            close = getattr(results, "close", None)
+            if close is not None:
+                close()
+        rounds = min(len(c.runoff) for c in finalists)
+        for c in finalists:
+            del c.runoff[rounds:]
+
+    def _same_machine(self, m: Measurement) -> bool:
+        """Whether `m` came from a host like the target's (else it is noted, to warn)."""
+        if same_machine(m.fingerprint, self.machine):
+            return True
+        self.dropped_hosts.add(f"{m.fingerprint.get('host')} "
+                               f"({machine_difference(self.machine, m.fingerprint)})")
+        return False
+
     def _take(self, c: _Candidate, m: Measurement) -> None:
-        if m.error is None and not same_machine(m.fingerprint, self.machine):
-            self.dropped_hosts.add(f"{m.fingerprint.get('host')} "
-                                   f"({machine_difference(self.machine, m.fingerprint)})")
+        if m.error is None and not self._same_machine(m):
             return
         self.measured += 1
         c.seconds, c.error = m.seconds, m.error
@@ -384,11 +432,13 @@ class _Session:
         if kind == MEASUREMENT and c.state is not None:
             row = self.p.search.terms([c.state])[0]
             terms = dict(zip(TERMS, row.tolist(), strict=True))
+        # (a chosen schedule's line has its runoff's times, if it ran)
+        times = list(m.times_s) if m and m.times_s else c.runoff if kind == BEST else []
         self.records.append(Record(
             kind, self.canon.digest, self.key, m.fingerprint if m else self.machine,
-            self.canon.names, c.schedule, c.seconds,
-            list(m.times_s) if m and m.times_s else None, c.error,
-            m.compile_s if m else 0.0, c.predicted_s, self.id, elapsed, terms=terms))
+            self.canon.names, c.schedule, c.time_s if kind == BEST else c.seconds,
+            times or None, c.error, m.compile_s if m else 0.0, c.predicted_s, self.id,
+            elapsed, terms=terms))
 
     def _refit(self) -> None:
         fit = getattr(self.p.search.model, "fit", None)
@@ -406,16 +456,23 @@ class _Session:
 
     # ------------------------------------------------------------------ the choice
 
+    def _ranked(self) -> list[_Candidate]:
+        """The measured schedules, fastest first: those of the runoff by their runoff
+        medians, then the rest by their times."""
+        fastest = self._fastest()
+        ran = sorted((c for c in fastest if c.runoff), key=lambda c: c.time_s)
+        return ran + [c for c in fastest if not c.runoff]
+
     def _choose(self) -> Tuned:
-        """The fastest measured schedule that passes the checks at awkward sizes (one
-        from the records passed them when it was chosen), applied."""
+        """The fastest measured schedule (`_ranked`) that passes the checks at awkward
+        sizes (one from the records passed them when it was chosen), applied."""
         p = self.p
         root_calls = p.calls_of(p.root)
         validator = Validator(p.outputs, Environment.of(p.outputs), p.alg, p.target, p.inputs,
                               root_calls)
         snapshot = Snapshot(p.outputs)
         chosen = None
-        for c in self._fastest():
+        for c in self._ranked():
             if c.calls is not None and validator.check(c.calls):
                 chosen = c
                 break
@@ -432,7 +489,7 @@ class _Session:
         self._record(BEST, chosen, elapsed)
         if self.dropped_hosts:
             _warn_dropped(self.dropped_hosts)
-        return Tuned(_schedule_json(p.outputs), chosen.calls, chosen.seconds,
+        return Tuned(_schedule_json(p.outputs), chosen.calls, chosen.time_s,
                      chosen.predicted_s, self.curve, self.measured, self.rounds,
                      from_records=False)
 
