@@ -16,7 +16,7 @@ from halo import backends
 from halo.errors import InputError
 from halo.ir.types import Type, int32
 from halo.ir.values import checked_origin, checked_region, checked_scalar, checked_shape
-from halo.lang.environment import Environment, bind, check_device_array
+from halo.lang.environment import Environment, bind
 from halo.lang.inputs import masked_array_refusal
 from halo.lower.bounds_inference import describe
 from halo.lower.count_stores import COUNTS_BUFFER
@@ -83,12 +83,17 @@ class Kernel:
         NumPy arrays, or on a GPU target with GPU arrays in and no `out=`, arrays on the
         device (the inputs' kind: PyTorch, CuPy, else `halo.DeviceArray`)."""
         env = self.lowered.env
-        arrays, scalars = bind(env, inputs, **named)
         on_gpu = self.target.kind is TargetKind.CUDA
-        arrays = {name: _on_target(a, f"input {name}", on_gpu) for name, a in arrays.items()}
-        for name, a in arrays.items():  # (a DLPack array's type is known only now)
-            if isinstance(a, DeviceArray):
-                check_device_array(env.inputs[name], a.dtype, a.shape)
+        if on_gpu:  # each GPU input's interface read once a call, here (PyTorch builds it
+            # at each read): bind checks the DeviceArray it becomes
+            named = {k: _on_target(v, f"input {k}", True) if k in env.inputs else v
+                     for k, v in named.items()}
+            inputs = inputs and {
+                k: _on_target(v, f"input {name}", True) if name in env.inputs else v
+                for k, v in inputs.items() for name in [getattr(k, "name", k)]}
+        arrays, scalars = bind(env, inputs, **named)
+        arrays = {name: a if isinstance(a, DeviceArray) else _on_target(a, f"input {name}", on_gpu)
+                  for name, a in arrays.items()}
         for name, a in arrays.items():  # before _addressable copies a view halo can't index
             if max(a.shape, default=0) > MAX_EXTENT:  # (the message: checked_scalar's)
                 for i, extent in enumerate(a.shape):
