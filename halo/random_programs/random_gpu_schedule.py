@@ -23,6 +23,11 @@ and the placement decides the level its stages run at and so what they may bind:
   to threads (a block whose x extent that doesn't divide is refused: unfit);
 * thread level (`compute_at` a thread loop or one inside it): registers, no bindings.
 
+A kernel's first stage is sometimes specialized on an input's extent (as
+`random_schedule` draws conditions), its specialization bound apart: another tiling of
+the same kernel for some sizes. Funcs are not computed inside a specialized stage's loops
+(`Placer.sites`), whose branches may differ.
+
 Loops inside a stage's thread loops (or every loop of a Func at thread level) may then be
 split, unrolled and vectorized. Inline reductions are left where lowering puts them or
 placed like any Func (always, where lowering would put them at root, which needs
@@ -45,6 +50,7 @@ from halo.random_programs.random_schedule import (
     ASSOCIATIVE_UPDATES,
     ATOMIC_RATE,
     SCATTER_UPDATES,
+    SPECIALIZE_RATE,
     Drawer,
     Placer,
     StageState,
@@ -52,6 +58,7 @@ from halo.random_programs.random_schedule import (
     _rdom_extents,
     draw_placement,
     draw_rfactor,
+    draw_specialization,
     draw_storage_order,
     predicted_cache_name,
 )
@@ -214,6 +221,12 @@ def _schedule_func(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Ran
         warp = level != THREAD and k > 0 and not st.record.atomic and \
             rng.random() < WARP_RATE and _bind_warp(drawer, st, rng, level)
         if level == KERNEL and not warp:
+            if k == 0 and drawer.pipeline.inputs and rng.random() < SPECIALIZE_RATE:
+                # (before the stage's own bindings: the specialization's copy of its
+                # loops is bound apart, as another tiling for some sizes)
+                spec = draw_specialization(drawer, st, rng)
+                _bind_kernel(drawer, spec, rng)
+                _inner_draws(drawer, spec, rng, rng.randint(0, 2), level)
             _bind_kernel(drawer, st, rng)
         elif level == BLOCK and not warp:
             _bind_block(drawer, st, rng)

@@ -435,12 +435,7 @@ def _schedule_loops(drawer: Drawer, name: str, rng: random.Random, count: int,
                     drawer.emit(call)
         _draw_loops(drawer, st, rng, rng.randint(0, count), LOOP_PRIMITIVES)
         if specialize and drawer.pipeline.inputs and rng.random() < SPECIALIZE_RATE:
-            # half the time a condition another stage specialized on: a producer computed
-            # inside a consumer's branches then has its branch decided there
-            cond = rng.choice(drawer.conditions) if drawer.conditions and \
-                rng.random() < 0.5 else draw_condition(drawer.pipeline, rng)
-            drawer.conditions.append(cond)
-            spec = SpecState(f, k, is_output, dict(st.extents), cond=cond)
+            spec = draw_specialization(drawer, st, rng)
             _draw_loops(drawer, spec, rng, rng.randint(1, 2), LOOP_PRIMITIVES)
         if intm is not None:
             place_rfactor(drawer, st, intm, rng)
@@ -519,6 +514,17 @@ class SpecState(StageState):
 
     def ref(self) -> StageRef:
         return StageRef(self.func.name, self.stage, self.cond)
+
+
+def draw_specialization(drawer: Drawer, st: StageState, rng: random.Random) -> SpecState:
+    """A specialization of stage `st` to draw loops for (made by the first call on it,
+    with a copy of the stage's loops then): its condition, half the time, one another
+    stage specialized on (a producer computed inside a consumer's branches then has its
+    branch decided there)."""
+    cond = rng.choice(drawer.conditions) if drawer.conditions and rng.random() < 0.5 \
+        else draw_condition(drawer.pipeline, rng)
+    drawer.conditions.append(cond)
+    return SpecState(st.func, st.stage, st.is_output, dict(st.extents), cond=cond)
 
 
 def draw_condition(pipeline: RandomPipeline, rng: random.Random) -> str:
