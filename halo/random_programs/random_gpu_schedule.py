@@ -25,7 +25,8 @@ and the placement decides the level its stages run at and so what they may bind:
 
 A kernel's first stage is sometimes specialized on an input's extent (as
 `random_schedule` draws conditions), its specialization bound apart: another tiling of
-the same kernel for some sizes. Funcs are not computed inside a specialized stage's loops
+the same kernel for some sizes (not one that reads an inline reduction, which lowering
+would then compute at root, unbound). Funcs are not computed inside a specialized stage's loops
 (`Placer.sites`), whose branches may differ.
 
 Loops inside a stage's thread loops (or every loop of a Func at thread level) may then be
@@ -184,6 +185,14 @@ def _outside_a_block_loop(drawer: GpuDrawer, ref: StageRef, var: str) -> bool:
     return any(d.kind is ForKind.GPU_BLOCK for d in dims[names.index(var) + 1:])
 
 
+def _reads_inline_reduction(f) -> bool:
+    """Whether `f`'s first definition reads an inline reduction: under a specialized
+    stage, lowering computes one left unplaced at root (its branches may nest the loops
+    differently), where it would need block loops."""
+    return any(getattr(g, "schedule", None) is not None and g.schedule.inline_reduction
+               for g in f.definitions[0].deps)
+
+
 def _calls_unnamed_reduction(drawer: GpuDrawer, f) -> bool:
     """Whether `f` calls an inline reduction the schedule can't name (`halo.sum(...)`
     without `name=`): inlined into several users, lowering would compute it at root,
@@ -221,7 +230,8 @@ def _schedule_func(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Ran
         warp = level != THREAD and k > 0 and not st.record.atomic and \
             rng.random() < WARP_RATE and _bind_warp(drawer, st, rng, level)
         if level == KERNEL and not warp:
-            if k == 0 and drawer.pipeline.inputs and rng.random() < SPECIALIZE_RATE:
+            if k == 0 and drawer.pipeline.inputs and not _reads_inline_reduction(f) and \
+                    rng.random() < SPECIALIZE_RATE:
                 # (before the stage's own bindings: the specialization's copy of its
                 # loops is bound apart, as another tiling for some sizes)
                 spec = draw_specialization(drawer, st, rng)
