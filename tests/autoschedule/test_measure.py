@@ -3,6 +3,9 @@ host's fingerprint; a job that crashes or hangs its worker is an error measureme
 the other jobs are still measured; a schedule halo refuses is an error, not a crash."""
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 
 import halo
@@ -12,11 +15,13 @@ from halo.autoschedule.measure import (
     MeasureJob,
     Sizes,
     algorithm_builder,
+    compiling,
     default_inputs,
     fingerprint,
     run_job,
     same_machine,
     samples_agree,
+    timing_turn,
 )
 from halo.lang import schedule_to_json
 from halo.lang.environment import Environment
@@ -122,3 +127,27 @@ def test_a_candidate_past_the_cutoff_is_timed_once():
     assert m.error is None and len(m.times_s) == 1
     m = run_job(MeasureJob(blur_outputs, "{}", SIZES, repeats=3, cutoff_s=60.0))
     assert len(m.times_s) == 3
+
+
+def test_no_job_times_while_another_compiles():
+    """Compiles share the host's timing lock; a timing waits until none holds it (and
+    a compile until the timing is done)."""
+    held = threading.Event()
+    order: list[str] = []
+
+    def compile_for(seconds: float) -> None:
+        with compiling():
+            held.set()
+            time.sleep(seconds)
+            order.append("compiled")
+
+    worker = threading.Thread(target=compile_for, args=(0.5,))
+    worker.start()
+    held.wait()
+    start = time.monotonic()
+    with compiling():  # another compile goes at once
+        assert time.monotonic() - start < 0.25
+    with timing_turn():
+        order.append("timed")
+    worker.join()
+    assert order == ["compiled", "timed"]
