@@ -25,9 +25,9 @@ and the placement decides the level its stages run at and so what they may bind:
 
 A kernel's first stage is sometimes specialized on an input's extent (as
 `random_schedule` draws conditions), its specialization bound apart: another tiling of
-the same kernel for some sizes (not one that reads an inline reduction, which lowering
-would then compute at root, unbound). Funcs are not computed inside a specialized stage's loops
-(`Placer.sites`), whose branches may differ.
+the same kernel for some sizes (not a stage that reads an inline reduction, which
+lowering would then compute at root, unbound). Funcs are not computed inside a
+specialized stage's loops (`Placer.sites`), whose branches may differ.
 
 Loops inside a stage's thread loops (or every loop of a Func at thread level) may then be
 split, unrolled and vectorized. Inline reductions are left where lowering puts them or
