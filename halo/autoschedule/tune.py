@@ -39,7 +39,7 @@ import sys
 import time
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -363,19 +363,11 @@ class _Session:
         best = self._fastest()
         cutoff = CUTOFF * best[0].seconds if best else None
         repeats = REPEATS if best else 1  # the root schedule: a baseline, not a contender
-        results = executor.measure([self._job(c, k, repeats, cutoff)
-                                    for k, c in enumerate(batch)])
-        try:
-            for m in results:
-                self._take(batch[int(m.key)], m)
-                if bar is not None:
-                    self._show(bar)
-                if time.monotonic() >= until:
-                    break
-        finally:
-            close = getattr(results, "close", None)
-            if close is not None:  # stops the jobs still running
-                close()
+        jobs = [self._job(c, k, repeats, cutoff) for k, c in enumerate(batch)]
+        for m in _measured(executor, jobs, until):
+            self._take(batch[int(m.key)], m)
+            if bar is not None:
+                self._show(bar)
 
     def _runoff(self, executor: Executor, until: float) -> None:
         """The RUNOFF fastest schedules measured again, RUNOFF_ROUNDS times each, a round
@@ -385,17 +377,9 @@ class _Session:
         if len(finalists) < 2 or time.monotonic() >= until:
             return
         jobs = [self._job(c, k) for _ in range(RUNOFF_ROUNDS) for k, c in enumerate(finalists)]
-        results = executor.measure(jobs)
-        try:
-            for m in results:
-                if m.error is None and self._same_machine(m):
-                    finalists[int(m.key)].runoff.append(m.seconds)
-                if time.monotonic() >= until:
-                    break
-        finally:
-            close = getattr(results, "close", None)
-            if close is not None:
-                close()
+        for m in _measured(executor, jobs, until):
+            if m.error is None and self._same_machine(m):
+                finalists[int(m.key)].runoff.append(m.seconds)
         rounds = min(len(c.runoff) for c in finalists)
         for c in finalists:
             del c.runoff[rounds:]
@@ -492,6 +476,22 @@ class _Session:
         return Tuned(_schedule_json(p.outputs), chosen.calls, chosen.time_s,
                      chosen.predicted_s, self.curve, self.measured, self.rounds,
                      from_records=False)
+
+
+def _measured(executor: Executor, jobs: list[MeasureJob], until: float
+              ) -> Iterator[Measurement]:
+    """The executor's measurements of `jobs` as they finish, until `until`: then the jobs
+    still running are stopped."""
+    results = executor.measure(jobs)
+    try:
+        for m in results:
+            yield m
+            if time.monotonic() >= until:
+                break
+    finally:
+        close = getattr(results, "close", None)
+        if close is not None:
+            close()
 
 
 def _schedule_json(outputs: list[Func]) -> str:

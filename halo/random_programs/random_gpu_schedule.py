@@ -185,21 +185,24 @@ def _outside_a_block_loop(drawer: GpuDrawer, ref: StageRef, var: str) -> bool:
     return any(d.kind is ForKind.GPU_BLOCK for d in dims[names.index(var) + 1:])
 
 
+def _inline_reductions(definitions) -> list:
+    """The inline reductions `definitions` read."""
+    return [g for d in definitions for g in d.deps
+            if getattr(g, "schedule", None) is not None and g.schedule.inline_reduction]
+
+
 def _reads_inline_reduction(f) -> bool:
     """Whether `f`'s first definition reads an inline reduction: under a specialized
     stage, lowering computes one left unplaced at root (its branches may nest the loops
     differently), where it would need block loops."""
-    return any(getattr(g, "schedule", None) is not None and g.schedule.inline_reduction
-               for g in f.definitions[0].deps)
+    return bool(_inline_reductions(f.definitions[:1]))
 
 
 def _calls_unnamed_reduction(drawer: GpuDrawer, f) -> bool:
     """Whether `f` calls an inline reduction the schedule can't name (`halo.sum(...)`
     without `name=`): inlined into several users, lowering would compute it at root,
     where on a GPU it would need block loops no call can give it."""
-    return any(getattr(g, "schedule", None) is not None and g.schedule.inline_reduction
-               and g.name not in drawer.built.funcs
-               for d in f.definitions for g in d.deps)
+    return any(g.name not in drawer.built.funcs for g in _inline_reductions(f.definitions))
 
 
 # ------------------------------------------------------------------ stages and loops

@@ -86,14 +86,11 @@ class Kernel:
         on_gpu = self.target.kind is TargetKind.CUDA
         if on_gpu:  # each GPU input's interface read once a call, here (PyTorch builds it
             # at each read): bind checks the DeviceArray it becomes
-            named = {k: _on_target(v, f"input {k}", True) if k in env.inputs else v
-                     for k, v in named.items()}
-            inputs = inputs and {
-                k: _on_target(v, f"input {name}", True) if name in env.inputs else v
-                for k, v in inputs.items() for name in [getattr(k, "name", k)]}
+            named = _gpu_inputs_on_device(named, env)
+            inputs = inputs and _gpu_inputs_on_device(inputs, env)
         arrays, scalars = bind(env, inputs, **named)
-        arrays = {name: a if isinstance(a, DeviceArray) else _on_target(a, f"input {name}", on_gpu)
-                  for name, a in arrays.items()}
+        if not on_gpu:
+            arrays = {name: _on_target(a, f"input {name}", False) for name, a in arrays.items()}
         for name, a in arrays.items():  # before _addressable copies a view halo can't index
             if max(a.shape, default=0) > MAX_EXTENT:  # (the message: checked_scalar's)
                 for i, extent in enumerate(a.shape):
@@ -214,6 +211,16 @@ def _on_target(a: object, what: str, on_gpu: bool) -> np.ndarray | DeviceArray:
         raise InputError(f"{what} is a GPU array, but this pipeline was compiled for the "
                          "host; compile it with target='cuda', or pass a NumPy array")
     return a
+
+
+def _gpu_inputs_on_device(values: dict, env: Environment) -> dict:
+    """`values` (by input name or ImageParam) with each GPU array among the inputs as a
+    DeviceArray."""
+    out = {}
+    for key, value in values.items():
+        name = getattr(key, "name", key)
+        out[key] = _on_target(value, f"input {name}", True) if name in env.inputs else value
+    return out
 
 
 def _check_out(name: str, dimensions: int, t: Type, arr: object, on_gpu: bool) -> None:
