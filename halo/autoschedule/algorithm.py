@@ -92,6 +92,7 @@ class Algorithm:
         self._memo: dict = {}
         self._reads: dict[tuple[str, str], bool] = {}
         self._moves: dict[tuple[str, int, str, str], bool] = {}
+        self._fixed_boxes: dict[tuple[str, str], bool] = {}
         self._forms: dict = {}  # id of an Access: its arguments' affine forms, sparse
         for f in funcs.values():
             for s in f.stages:
@@ -183,6 +184,27 @@ class Algorithm:
                                                          self.reads(a.callee, name))
                 for s in self.funcs[func].stages for a in s.accesses)
         return self._reads[key]
+
+    def reads_a_fixed_box(self, func: str, name: str) -> bool:
+        """Whether a box of one size of Func `func`'s loop variables reads a box of one
+        size of Func `name`, wherever the box is: every coordinate on the way is affine
+        (no clamp, division or gather) and no Func on the way (`name` included) has an
+        update that writes a region of its own (a scatter's, whatever the box)."""
+        key = (func, name)
+        if key not in self._fixed_boxes:
+            self._fixed_boxes[key] = all(
+                None not in a.affine and not self._scatters(a.callee) and
+                (a.callee == name or self.reads_a_fixed_box(a.callee, name))
+                for s in self.funcs[func].stages for a in s.accesses
+                if not a.is_input and a.callee != func and
+                (a.callee == name or self.reads(a.callee, name)))
+        return self._fixed_boxes[key]
+
+    def _scatters(self, func: str) -> bool:
+        """Whether an update of Func `func` writes along a dimension that isn't one of its
+        pure loops."""
+        f = self.funcs[func]
+        return any(set(f.dims) - set(s.pure) for s in f.stages[1:])
 
     def read_moves(self, stage: StageModel, name: str, var: str) -> bool:
         """Whether what `stage` reads of Func `name`, directly or through the Funcs it

@@ -94,18 +94,19 @@ def nests(alg: Algorithm, decisions: dict[str, Decision]) -> dict[str, FuncNest]
                                        -(-(stored - window) // max(1, steps - 1)))
         # (a sliding window computes a different extent at its first iteration)
         constant = p.kind == AT and p.store_loop is None and \
-            _constant_tile(alg, out[p.consumer], p)
+            _constant_tile(alg, f.name, out[p.consumer], p)
         loops = [stage_loops(f.dims, s.pure, s.rvars, extents, d.nest, s.index > 0, constant)
                  for s in f.stages]
         out[f.name] = FuncNest(region, n, store_region, store_n, loops, par)
     return out
 
 
-def _constant_tile(alg: Algorithm, consumer: FuncNest, p: Placement) -> bool:
-    """Whether one iteration of the site's loop covers a constant box of its pure
-    consumer (a loop at or outside the site iterates each of its dimensions), so what
+def _constant_tile(alg: Algorithm, func: str, consumer: FuncNest, p: Placement) -> bool:
+    """Whether one iteration of the site's loop covers a constant box of `func`'s pure
+    consumer (a loop at or outside the site iterates each of its dimensions) that reads a
+    box of one size of it wherever the tile is (`Algorithm.reads_a_fixed_box`), so what
     is computed there has constant extents."""
-    if p.stage != 0:
+    if p.stage != 0 or not alg.reads_a_fixed_box(p.consumer, func):
         return False
     bounded = {var for var, _ in _tiles(consumer.loops[p.stage][:p.loop + 1])}
     return set(alg.funcs[p.consumer].stages[p.stage].pure) <= bounded

@@ -131,6 +131,44 @@ def test_a_sliding_window_unrolls_no_loop_of_its_own_extents():
     assert _counts(out, calls, (h, w), (0, 0), {inp: image}) == want
 
 
+def _read_through(how: str):
+    """(inp, out): out reads f through `how` (a clamp, a division, or f's scatter)."""
+    y, x = halo.vars("y x")
+    inp = halo.ImageParam(halo.float32, 2, "inp")
+    f, out = halo.Func("f"), halo.Func("out")
+    f[y, x] = inp[y, x] * 2
+    if how == "scatter":
+        r = halo.RDom((0, 3), name="r")
+        f[y, r.x] = f[y, r.x] + 1
+    row = {"clamp": halo.clamp(y + 1, 0, inp.shape[0] - 1), "division": y // 2}.get(how, y)
+    out[y, x] = f[row, x] + 1
+    return inp, out
+
+
+@pytest.mark.parametrize("how", ["clamp", "division", "scatter"])
+def test_a_tile_read_through_a_clamp_a_division_or_a_scatter_unrolls_no_whole_loop(how):
+    """f computed per 8 x 16 tile of out: read at `clamp(y + 1, ...)` or `y // 2`, or
+    updated along a fixed range of x, the box of f a tile needs depends on where the
+    tile is, so f's unsplit loops have no constant extent and stay rolled (halo refuses
+    `unroll` of such a loop). Before, the model unrolled them and lowering refused the
+    schedule (samples of random pipelines failed so)."""
+    h, w = 29, 37
+    with halo.NameScope():
+        inp, out = _read_through(how)
+    alg = Algorithm.of(Environment.of([out]), {"inp": ((0, h - 1), (0, w - 1))},
+                       {"out": ((0, h - 1), (0, w - 1))}, {})
+    decisions = {"out": Decision(Placement(ROOT), Nest((8, 16), 8, True)),
+                 "f": Decision(Placement(AT, "out", 0, 1), Nest((WHOLE, WHOLE), 8,
+                                                                unroll=True))}
+    found = nests(alg, decisions)
+    assert not any(lp.unrolled for stage in found["f"].loops for lp in stage)
+    calls = schedule_calls(alg, decisions, (), found)
+    apply_calls([out], calls)
+    image = np.random.default_rng(2).random((h, w), dtype=np.float32)
+    np.testing.assert_allclose(out.realize((h, w), inputs={inp: image}),
+                               halo.reference(out, (h, w), inputs={inp: image}))
+
+
 def test_a_sliding_window_is_modelled_folded_and_a_row_a_step():
     """blur_x slides down each 32 x 32 tile of blur_y: the model allocates what
     storage folding leaves (the power of two at least its 3-row window) and, after the
