@@ -11,7 +11,9 @@ measurements as they finish:
 
 Every host compiles for itself, in parallel, and times one job at a time: a job's timed
 calls hold the host's timing lock (a file lock, released by the OS if its holder dies),
-after `halo.timing`'s warm-up. A measurement carries its host's `fingerprint` (CPU model
+after `halo.timing`'s warm-up. A `SideBySide` group (schedules of one algorithm) is
+measured in one process, its schedules timed in turns, rounds of them, so that the
+host's drift over time weighs on all alike. A measurement carries its host's `fingerprint` (CPU model
 and features, thread count, halo version); the driver keeps only those matching the
 target's (`same_machine`).
 
@@ -125,6 +127,23 @@ class GivenInputs:
 
 
 @dataclass(frozen=True)
+class SideBySide:
+    """Schedules of one algorithm measured together, in one process: `jobs` share their
+    build, sizes, threads and inputs (the first job's `make_inputs`), each with its own
+    schedule, key, repeats and cutoff. Each is compiled, then all are timed in `rounds`
+    rounds while the host's timing lock is held, a round being a warm-up and `repeats`
+    calls of each in turn. A host's speed drifts over the seconds between two jobs:
+    identical schedules of a training pipeline timed in separate jobs of one collection
+    differed by 1.24x at the median and 1.75x at the 90th percentile on a 2-core virtual
+    machine, where each job's own calls agreed within 8%. A drift weighs on every
+    schedule of a round alike, so their order holds, which is what ranking schedules
+    needs. A schedule that fails is its own error; a crash or a hang of the process is
+    every one's."""
+    jobs: tuple[MeasureJob, ...]
+    rounds: int = 3
+
+
+@dataclass(frozen=True)
 class Measurement:
     """What measuring a job gave: `times_s` (each timed call, after warm-up) or `error`
     (why there are none: a HaloError, a crash, a hang); the measuring host's
@@ -146,11 +165,11 @@ class Measurement:
 
 
 class Executor(Protocol):
-    """Runs measure jobs somewhere; yields their measurements as they finish (in any
-    order; `key` tells them apart). A job that fails, however it fails, still yields one
-    measurement, with its `error`."""
+    """Runs measure jobs (and `SideBySide` groups of them) somewhere; yields their
+    measurements as they finish (in any order; `key` tells them apart). A job that
+    fails, however it fails, still yields one measurement, with its `error`."""
 
-    def measure(self, jobs: Sequence[MeasureJob]) -> Iterator[Measurement]: ...
+    def measure(self, jobs: Sequence[MeasureJob | SideBySide]) -> Iterator[Measurement]: ...
 
 
 # ------------------------------------------------------------------------- fingerprints
@@ -209,42 +228,81 @@ def run_job(job: MeasureJob) -> Measurement:
     host's timing lock. Errors (a schedule halo refuses, a run that fails) come back as
     the measurement's `error`; only a crash or a hang of the process itself is left to
     the caller."""
-    target = Target(threads=job.threads)
+    return run_side_by_side(SideBySide((job,), rounds=1))[0]
+
+
+def run_side_by_side(group: SideBySide) -> list[Measurement]:
+    """Measure the jobs of `group` in this process (`SideBySide`), in their order."""
+    jobs = group.jobs
+    target = Target(threads=jobs[0].threads)
     machine = fingerprint(target)
-    start = time.perf_counter()
+    done: dict[int, Measurement] = {}
+    kernels, compile_s, env = {}, {}, None
+    for i, job in enumerate(jobs):
+        start = time.perf_counter()
+        try:
+            with compiling():
+                with NameScope():  # the names halo makes up, as in the caller's fresh scope
+                    outputs = list(job.build())
+                env = env or Environment.of(outputs)
+                apply_schedule(outputs, job.schedule)
+                kernels[i] = Pipeline(outputs).compile(target)
+        except Exception as error:  # noqa: BLE001 - any failure is this job's result
+            done[i] = _error(job, error, machine, time.perf_counter() - start)
+        compile_s[i] = time.perf_counter() - start
+    if not kernels:
+        return [done[i] for i in range(len(jobs))]
+    sizes = jobs[0].sizes
     try:
-        with compiling():
-            with NameScope():  # the names halo makes up, as in the caller's fresh scope
-                outputs = list(job.build())
-            apply_schedule(outputs, job.schedule)
-            kernel = Pipeline(outputs).compile(target)
-        compile_s = time.perf_counter() - start
-        arrays = job.make_inputs() if job.make_inputs is not None else default_inputs(
-            Environment.of(outputs), job.sizes)
-        named = {**arrays, **dict(job.sizes.params)}
-        with timing_turn():
-            first = time.perf_counter()
-            result = kernel.run(job.sizes.shape, None, job.sizes.origin, None, named)
-            first = time.perf_counter() - first
+        arrays = jobs[0].make_inputs() if jobs[0].make_inputs is not None else \
+            default_inputs(env, sizes)
+    except Exception as error:  # noqa: BLE001 - the inputs fail every job alike
+        return [done.get(i) or _error(job, error, machine, compile_s[i])
+                for i, job in enumerate(jobs)]
+    named = {**arrays, **dict(sizes.params)}
+    calls, results, times = {}, {}, {}
+    with timing_turn():
+        for i, kernel in kernels.items():
+            try:
+                first = time.perf_counter()
+                results[i] = kernel.run(sizes.shape, None, sizes.origin, None, named)
+                first = time.perf_counter() - first
+            except Exception as error:  # noqa: BLE001
+                done[i] = _error(jobs[i], error, machine, compile_s[i])
+                continue
+            times[i] = [first]
+            cutoff = jobs[i].cutoff_s
+            if cutoff is None or first <= cutoff:
+                # The timed calls write into the first call's outputs, as a user's
+                # repeated calls with out= do and as the benchmarks time: a new output
+                # each call would time the page faults of its first touch too (blur's
+                # 123 MB output: 25 ms a call against 19 into an array written before).
+                calls[i] = functools.partial(kernel.run, None, results[i], sizes.origin,
+                                             None, named)
+                times[i] = []
+        for _ in range(group.rounds):
+            for i, call in list(calls.items()):
+                try:
+                    warm_up(call)
+                    times[i] += [time_call(call) for _ in range(max(1, jobs[i].repeats))]
+                except Exception as error:  # noqa: BLE001
+                    done[i] = _error(jobs[i], error, machine, compile_s[i])
+                    del calls[i]
+    for i, ts in times.items():
+        if i not in done:
+            done[i] = Measurement(jobs[i].key, tuple(ts), None, machine, compile_s[i],
+                                  tuple(sample_of(a) for a in results[i]))
+    return [done[i] for i in range(len(jobs))]
 
-            # The timed calls write into the first call's outputs, as a user's repeated
-            # calls with out= do and as the benchmarks time: a new output each call
-            # would time the page faults of its first touch too (blur's 123 MB output:
-            # 25 ms a call against 19 into an array written before).
-            def call() -> list[np.ndarray]:
-                return kernel.run(None, result, job.sizes.origin, None, named)
 
-            if job.cutoff_s is not None and first > job.cutoff_s:
-                times: tuple[float, ...] = (first,)
-            else:
-                warm_up(call)
-                times = tuple(time_call(call) for _ in range(max(1, job.repeats)))
-    except Exception as error:  # noqa: BLE001 - any failure is this job's result
-        kind = "" if isinstance(error, HaloError) else f"{type(error).__name__}: "
-        return Measurement(job.key, None, f"{kind}{error}", machine,
-                           time.perf_counter() - start)
-    return Measurement(job.key, times, None, machine, compile_s,
-                       tuple(sample_of(a) for a in result))
+def _error(job: MeasureJob, error: Exception, machine: dict, seconds: float) -> Measurement:
+    kind = "" if isinstance(error, HaloError) else f"{type(error).__name__}: "
+    return Measurement(job.key, None, f"{kind}{error}", machine, seconds)
+
+
+def measure_here(item: MeasureJob | SideBySide) -> list[Measurement]:
+    """The measurements of a job or a group, measured in this process."""
+    return run_side_by_side(item if isinstance(item, SideBySide) else SideBySide((item,), 1))
 
 
 def apply_schedule(outputs: list[Func], text: str) -> None:
@@ -330,8 +388,13 @@ def _host_lock(mode: int) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _failed(job: MeasureJob, failure: WorkerFailure) -> Measurement:
-    return Measurement(job.key, None, f"{failure.kind}: {failure.message}", {}, 0.0)
+def _jobs_of(item: MeasureJob | SideBySide) -> tuple[MeasureJob, ...]:
+    return item.jobs if isinstance(item, SideBySide) else (item,)
+
+
+def _failed(item: MeasureJob | SideBySide, failure: WorkerFailure) -> list[Measurement]:
+    return [Measurement(job.key, None, f"{failure.kind}: {failure.message}", {}, 0.0)
+            for job in _jobs_of(item)]
 
 
 # ------------------------------------------------------------------------- executors
@@ -348,12 +411,13 @@ class LocalExecutor:
         self.workers, self.timeout_s = max(1, workers), timeout_s
         self._pool: WorkerPool | None = None
 
-    def measure(self, jobs: Sequence[MeasureJob]) -> Iterator[Measurement]:
+    def measure(self, jobs: Sequence[MeasureJob | SideBySide]) -> Iterator[Measurement]:
         if self._pool is None:
-            self._pool = WorkerPool(self.workers, run_job, self.timeout_s)
+            self._pool = WorkerPool(self.workers, measure_here, self.timeout_s)
         try:
-            for job, result in self._pool.run(jobs):
-                yield _failed(job, result) if isinstance(result, WorkerFailure) else result
+            for item, result in self._pool.run(jobs):
+                yield from _failed(item, result) if isinstance(result, WorkerFailure) \
+                    else result
         except GeneratorExit:  # the caller stopped early: drop what is still running
             self._pool.abandon()
             raise
@@ -373,33 +437,35 @@ class LocalExecutor:
 _local = threading.local()
 
 
-def run_job_isolated(job: MeasureJob, timeout_s: float = DEFAULT_TIMEOUT_S) -> Measurement:
-    """`run_job` in a child process of this one (one per thread, kept), so a crash or a
-    hang is this job's error, not the death of the process calling: what a Dask or Ray
-    task runs. A daemonic process (a Dask worker unless `distributed.worker.daemon` is
-    False) may not start children: it runs the job itself."""
+def measure_isolated(item: MeasureJob | SideBySide, timeout_s: float = DEFAULT_TIMEOUT_S
+                     ) -> list[Measurement]:
+    """`measure_here` in a child process of this one (one per thread, kept), so a crash
+    or a hang is the job's error, not the death of the process calling: what a Dask or
+    Ray task runs. A daemonic process (a Dask worker unless `distributed.worker.daemon`
+    is False) may not start children: it measures the job itself."""
     if mp.current_process().daemon:
-        return run_job(job)
+        return measure_here(item)
     pool = getattr(_local, "pool", None)
     if pool is not None and pool.timeout_s != timeout_s:
         pool.close()
         pool = None
     if pool is None:
-        pool = _local.pool = WorkerPool(1, run_job, timeout_s)
-    for _, result in pool.run([job]):
-        return _failed(job, result) if isinstance(result, WorkerFailure) else result
+        pool = _local.pool = WorkerPool(1, measure_here, timeout_s)
+    for _, result in pool.run([item]):
+        return _failed(item, result) if isinstance(result, WorkerFailure) else result
     raise AssertionError("a worker pool returned no result")  # pragma: no cover
 
 
-def _lost(job: MeasureJob, error: BaseException) -> Measurement:
-    return Measurement(job.key, None, f"the task failed on the cluster: "
-                                      f"{type(error).__name__}: {error}", {}, 0.0)
+def _lost(item: MeasureJob | SideBySide, error: BaseException) -> list[Measurement]:
+    return [Measurement(job.key, None, f"the task failed on the cluster: "
+                                       f"{type(error).__name__}: {error}", {}, 0.0)
+            for job in _jobs_of(item)]
 
 
 class DaskExecutor:
     """Jobs measured on the workers of a Dask distributed cluster: `client` a
     `distributed.Client`, or the scheduler's address (`"tcp://host:8786"`) to connect to.
-    Each job runs in a child process of its Dask worker (`run_job_isolated`)."""
+    Each job runs in a child process of its Dask worker (`measure_isolated`)."""
 
     def __init__(self, client: object = None, timeout_s: float = DEFAULT_TIMEOUT_S):
         try:
@@ -413,17 +479,18 @@ class DaskExecutor:
             distributed.Client(client)
         self.timeout_s = timeout_s
 
-    def measure(self, jobs: Sequence[MeasureJob]) -> Iterator[Measurement]:
+    def measure(self, jobs: Sequence[MeasureJob | SideBySide]) -> Iterator[Measurement]:
         jobs = list(jobs)
-        futures = self.client.map(run_job_isolated, jobs, timeout_s=self.timeout_s,
+        futures = self.client.map(measure_isolated, jobs, timeout_s=self.timeout_s,
                                   pure=False)
         job_of = {f.key: j for f, j in zip(futures, jobs, strict=True)}
         try:
             for future in self._distributed.as_completed(futures):
                 try:
-                    yield future.result()
+                    measured = future.result()
                 except Exception as error:  # noqa: BLE001 - a lost task is its job's result
-                    yield _lost(job_of[future.key], error)
+                    measured = _lost(job_of[future.key], error)
+                yield from measured
         finally:
             for f in futures:
                 f.cancel()
@@ -444,10 +511,10 @@ class RayExecutor:
         self._ray = ray
         if not ray.is_initialized():
             ray.init(address=address, **init_options)
-        self._task = ray.remote(num_cpus=1, max_retries=0)(run_job_isolated)
+        self._task = ray.remote(num_cpus=1, max_retries=0)(measure_isolated)
         self.timeout_s = timeout_s
 
-    def measure(self, jobs: Sequence[MeasureJob]) -> Iterator[Measurement]:
+    def measure(self, jobs: Sequence[MeasureJob | SideBySide]) -> Iterator[Measurement]:
         ray = self._ray
         pending = {self._task.remote(j, self.timeout_s): j for j in jobs}
         try:
@@ -455,9 +522,10 @@ class RayExecutor:
                 done, _ = ray.wait(list(pending), num_returns=1)
                 job = pending.pop(done[0])
                 try:
-                    yield ray.get(done[0])
+                    measured = ray.get(done[0])
                 except Exception as error:  # noqa: BLE001 - a lost task is its job's result
-                    yield _lost(job, error)
+                    measured = _lost(job, error)
+                yield from measured
         finally:
             for ref in pending:
                 ray.cancel(ref, force=True)

@@ -1,8 +1,10 @@
 """Measuring schedules in worker processes: times and output samples come back with the
 host's fingerprint; a job that crashes or hangs its worker is an error measurement and
-the other jobs are still measured; a schedule halo refuses is an error, not a crash."""
+the other jobs are still measured; a schedule halo refuses is an error, not a crash;
+a group's schedules are timed in turns, round after round."""
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 
@@ -13,12 +15,14 @@ from apps import blur
 from halo.autoschedule.measure import (
     LocalExecutor,
     MeasureJob,
+    SideBySide,
     Sizes,
     algorithm_builder,
     compiling,
     default_inputs,
     fingerprint,
     run_job,
+    run_side_by_side,
     same_machine,
     samples_agree,
     timing_turn,
@@ -151,3 +155,44 @@ def test_no_job_times_while_another_compiles():
         order.append("timed")
     worker.join()
     assert order == ["compiled", "timed"]
+
+
+def test_a_group_is_timed_in_turns_round_after_round(monkeypatch):
+    """Three schedules of blur side by side, the middle one refused: the other two are
+    warmed up and timed in turns (a, b, a, b, a, b), each `repeats` calls a round, and
+    agree; the refused one is its own error, in its place."""
+    measure = importlib.import_module("halo.autoschedule.measure")
+    turns = []
+    warm = measure.warm_up
+
+    def recording(call):
+        turns.append(id(call.args[1]))  # the output arrays the call writes into
+        warm(call)
+    monkeypatch.setattr(measure, "warm_up", recording)
+    hand = _hand_schedule()
+    bad = hand.replace('"blur_x"', '"no_such_func"')
+    group = SideBySide((MeasureJob(blur_outputs, hand, SIZES, repeats=2, key="hand"),
+                        MeasureJob(blur_outputs, bad, SIZES, key="bad"),
+                        MeasureJob(blur_outputs, "{}", SIZES, repeats=2, key="root")),
+                       rounds=3)
+    hand_m, bad_m, root_m = run_side_by_side(group)
+    assert [m.key for m in (hand_m, bad_m, root_m)] == ["hand", "bad", "root"]
+    assert bad_m.times_s is None and "no_such_func" in bad_m.error
+    assert len(hand_m.times_s) == len(root_m.times_s) == 6
+    assert samples_agree(hand_m.sample, root_m.sample)
+    a, b = turns[:2]
+    assert a != b and turns == [a, b] * 3
+
+
+def test_a_crash_in_a_group_is_every_ones_error():
+    """A group runs in one worker: its crash fails each of its jobs; a job beside it
+    is measured."""
+    group = SideBySide((MeasureJob(blur_outputs, "{}", SIZES, repeats=1, key="a"),
+                        MeasureJob(crashing_outputs, "{}", SIZES, key="crash")), rounds=2)
+    alone = MeasureJob(blur_outputs, "{}", SIZES, repeats=1, key="alone")
+    with LocalExecutor(workers=2, timeout_s=30.0) as executor:
+        results = {m.key: m for m in executor.measure([group, alone])}
+    assert sorted(results) == ["a", "alone", "crash"]
+    assert results["a"].error.startswith("crash: the worker died")
+    assert results["crash"].error.startswith("crash: the worker died")
+    assert results["alone"].error is None and len(results["alone"].times_s) == 1

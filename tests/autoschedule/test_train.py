@@ -20,7 +20,7 @@ from halo.autoschedule.cost_model import (
     default_model,
 )
 from halo.autoschedule.features import TERMS
-from halo.autoschedule.measure import fingerprint, run_job
+from halo.autoschedule.measure import fingerprint, measure_here
 from halo.autoschedule.records import MEASUREMENT, Record, Records
 from halo.autoschedule.search import children_of
 from halo.autoschedule.train import samples
@@ -49,21 +49,21 @@ class InProcess:
     """An executor measuring in this process (the tests' own: no worker start-up)."""
 
     def measure(self, jobs):
-        return (run_job(j) for j in jobs)
+        return (m for j in jobs for m in measure_here(j))
 
 
 def test_collect_train_evaluate_end_to_end(tmp_path, capsys):
     data = tmp_path / "samples.jsonl.gz"
     # Seed 5 is held out (a multiple of 5), 1 and 2 train.
     options = CollectOptions(data, (1, 2, 5), threads=2, profile=FUZZ.name, greedy=0,
-                             walks=1, repeats=1, chunk=2, draw_workers=1)
+                             walks=1, repeats=1, rounds=2, chunk=2, draw_workers=1)
     summary = collect(options, InProcess(), progress=False)
     assert summary.pipelines == 3 and summary.samples >= 6, summary.line()
     records = list(samples.read([data]))
     assert {r["seed"] for r in records} == {1, 2, 5}
     assert {r["how"] for r in records} >= {"beam", "walk"}
-    assert all(r["times_s"] and r["schedule"] and r["machine"]["threads"] == 2
-               for r in records)
+    assert all(len(r["times_s"]) == 2 and r["rounds"] == 2 and r["schedule"] and
+               r["machine"]["threads"] == 2 for r in records)
     assert collect(options, InProcess(), progress=False).pipelines == 0  # resumed: done
     ds = featurize(records, progress=False)
     assert ds.stale == 0 and len(ds.seconds) == len(records)

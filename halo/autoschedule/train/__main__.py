@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--address", help="the Dask scheduler's or Ray cluster's address")
     c.add_argument("--greedy", type=int, default=4)
     c.add_argument("--walks", type=int, default=8)
-    c.add_argument("--repeats", type=int, default=3)
+    c.add_argument("--repeats", type=int, default=3, help="timed calls a round")
+    c.add_argument("--rounds", type=int, default=3,
+                   help="rounds a pipeline's schedules are timed in, side by side")
     c.add_argument("--chunk", type=int, default=16)
     for name, p in (("train", "fit the model's weights"),
                     ("evaluate", "score models on held-out pipelines, draw plots")):

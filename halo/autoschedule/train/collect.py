@@ -4,8 +4,9 @@ schedules the search draws for it (`draws`), appended as raw samples (`samples`)
 Pipelines go in chunks: the chunk's schedules are drawn in parallel worker processes
 (each pipeline's states, and their calls as halo's schedule JSON), then measured through
 an `Executor` (`halo.autoschedule.measure`: worker processes here, or a Dask or Ray
-cluster), which compiles in parallel and times one job at a time per host, and the
-chunk's records are appended. A run is resumable: the seeds the file already holds (for
+cluster), a pipeline's schedules as one `SideBySide` group (compiled by one worker,
+then timed in `rounds` rounds of turns, one group at a time per host), and the chunk's
+records are appended. A run is resumable: the seeds the file already holds (for
 this profile and generator version) are skipped. Measurements from a host whose
 fingerprint differs from this one's are dropped (their features would use this host's
 facts).
@@ -25,7 +26,7 @@ import numpy as np
 from tqdm import tqdm
 
 from halo.autoschedule.cost_model import default_model
-from halo.autoschedule.measure import Executor, MeasureJob, Sizes, same_machine
+from halo.autoschedule.measure import Executor, MeasureJob, SideBySide, Sizes, same_machine
 from halo.autoschedule.train.draws import draw_states
 from halo.autoschedule.train.pipelines import schedule_json, state_json, training_pipeline
 from halo.autoschedule.train.samples import append, host_facts, read
@@ -42,7 +43,8 @@ class CollectOptions:
     profile: str = REALISTIC.name
     greedy: int = 4         # dropout descents per pipeline
     walks: int = 8          # random walks per pipeline
-    repeats: int = 3        # timed calls per schedule, after the warm-up
+    repeats: int = 3        # timed calls per schedule and round, after the warm-up
+    rounds: int = 3         # rounds a pipeline's schedules are timed in, side by side
     chunk: int = 16         # pipelines per chunk (drawn, then measured, then appended)
     draw_workers: int = 2   # processes drawing schedules (1: this one)
 
@@ -108,24 +110,29 @@ def _draw_pool(workers: int) -> ProcessPoolExecutor:
 
 def _measure(plans: list[dict], options: CollectOptions, facts: dict, executor: Executor
              ) -> Iterable[list[dict]]:
-    """The records of each pipeline of `plans`, measured, once all its jobs are back."""
+    """The records of each pipeline of `plans`, measured, once all its jobs are back: a
+    pipeline's schedules are one `SideBySide` group (compiled by one worker, then timed
+    in turns), so that the host's drift over time weighs on all of them alike."""
     by_key = {p["key"]: p for p in plans}
-    jobs = [MeasureJob(functools.partial(pipeline_outputs, p["seed"], options.profile),
-                       p.pop("schedule_json"), _sizes(p["seed"], options.profile),
-                       options.repeats, p["key"], options.threads,
-                       functools.partial(pipeline_inputs, p["seed"], options.profile))
-            for p in plans]
-    schedules = {j.key: j.schedule for j in jobs}
+    groups: dict[int, list[MeasureJob]] = {}
+    for p in plans:
+        groups.setdefault(p["seed"], []).append(MeasureJob(
+            functools.partial(pipeline_outputs, p["seed"], options.profile),
+            p.pop("schedule_json"), _sizes(p["seed"], options.profile), options.repeats,
+            p["key"], options.threads,
+            functools.partial(pipeline_inputs, p["seed"], options.profile)))
+    schedules = {j.key: j.schedule for jobs in groups.values() for j in jobs}
     waiting = Counter(p["seed"] for p in plans)
     back: dict[int, list[dict]] = {}
-    for m in executor.measure(jobs):
+    for m in executor.measure([SideBySide(tuple(jobs), options.rounds)
+                               for jobs in groups.values()]):
         record = by_key[m.key]
         seed = record["seed"]
         waiting[seed] -= 1
         if m.error is not None or same_machine(m.fingerprint, facts):
             record.update(times_s=list(m.times_s) if m.times_s else None, error=m.error,
                           compile_s=round(m.compile_s, 3), schedule=schedules[m.key],
-                          machine=facts)
+                          machine=facts, rounds=options.rounds)
             del record["key"]
             back.setdefault(seed, []).append(record)
         if not waiting[seed]:

@@ -34,7 +34,7 @@ def run_collect(args: argparse.Namespace) -> int:
         slug = re.sub(r"[^a-z0-9]+", "-", facts["cpu"].lower())
         out = Path("data/autoschedule") / f"{slug}-{args.threads}t.jsonl.gz"
     options = CollectOptions(out, args.seeds, args.threads, args.profile, args.greedy,
-                             args.walks, args.repeats, args.chunk, args.workers)
+                             args.walks, args.repeats, args.rounds, args.chunk, args.workers)
     executor = _executor(args)
     summary = CollectSummary()
     try:

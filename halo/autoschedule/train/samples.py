@@ -5,8 +5,9 @@ A record holds what is needed to recompute its features later without measuring 
 the pipeline (`seed`, `profile`, `generator` = `GENERATOR_VERSION`, and `pipeline`, a
 hash of what that drew, to notice a generator that changed without its version), the
 search state (`pipelines.state_json`), how it was drawn (`how`), the schedule as halo's
-JSON records (`schedule`, to measure it again), the measured `times_s` (or `error`),
-`compile_s`, and `machine`: the measuring host's fingerprint
+JSON records (`schedule`, to measure it again), the measured `times_s` (or `error`;
+`rounds` rounds of `repeats` calls, the pipeline's schedules timed in turns; records
+without `rounds` were timed one schedule at a time), `compile_s`, and `machine`: the measuring host's fingerprint
 (`halo.autoschedule.measure.fingerprint`) with the facts the features depend on
 (`vector_bytes`, `cache_bytes`).
 """
