@@ -94,7 +94,7 @@ def stage_features(alg: Algorithm, decisions: dict[str, Decision],
             # is no loop)
             running = [k for k, lp in enumerate(loops)
                        if not (lp.vector or lp.unrolled) and lp.trips > 1]
-            per_entry = prod(lp.trips for lp in loops[running[-1] if running else 0:])
+            per_entry = prod(lp.trips for lp in loops[running[-1]:]) if running else 0
             inner_var = innermost.var if innermost is not None else None
             classes = Counter()
             loads = 0.0
@@ -214,7 +214,7 @@ def cost_terms(features: list[StageFeatures], cores: int, natural_lanes: int) ->
             f.allocations if f.allocation_bytes <= 65536 else 0,
             f.parallel_launches,
             f.parallel_tasks if f.parallel_tasks > 1 and f.parallel_launches else 0,
-            f.points / max(1, f.innermost_extent) / speedup,
+            f.points / f.innermost_extent / speedup if f.innermost_extent else 0,
         ])
     return rows
 
