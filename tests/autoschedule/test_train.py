@@ -20,7 +20,7 @@ from halo.autoschedule.cost_model import (
     default_model,
 )
 from halo.autoschedule.features import TERMS
-from halo.autoschedule.measure import fingerprint, measure_here
+from halo.autoschedule.measure import Measurement, SideBySide, fingerprint, measure_here
 from halo.autoschedule.records import MEASUREMENT, Record, Records
 from halo.autoschedule.search import children_of
 from halo.autoschedule.train import samples
@@ -84,6 +84,31 @@ def test_collect_train_evaluate_end_to_end(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "| analytical |" in out and "| random |" in out and "learning curve" in out
     assert "all pipelines, by the models fitted on none of them" in out
+
+
+class GroupsFail(InProcess):
+    """Every group of more than one job fails as a hung worker's would; single jobs are
+    measured here."""
+
+    def measure(self, jobs):
+        for item in jobs:
+            if isinstance(item, SideBySide) and len(item.jobs) > 1:
+                yield from (Measurement(j.key, None, "hang: no result after 120 s", {}, 0.0)
+                            for j in item.jobs)
+            else:
+                yield from measure_here(item)
+
+
+def test_a_failed_group_is_measured_again_job_by_job(tmp_path):
+    """A pipeline's group whose worker hung (one of its schedules ran for minutes) is
+    measured again one schedule at a time, so only a failing schedule fails."""
+    data = tmp_path / "samples.jsonl.gz"
+    options = CollectOptions(data, (1,), threads=2, profile=FUZZ.name, greedy=0, walks=1,
+                             repeats=1, rounds=2, chunk=1, draw_workers=1)
+    summary = collect(options, GroupsFail(), progress=False)
+    records = list(samples.read([data]))
+    assert summary.pipelines == 1 and summary.errors == 0 and len(records) >= 2
+    assert all(len(r["times_s"]) == 1 and r["rounds"] == 1 for r in records)
 
 
 def test_plots(tmp_path):

@@ -26,13 +26,23 @@ import numpy as np
 from tqdm import tqdm
 
 from halo.autoschedule.cost_model import default_model
-from halo.autoschedule.measure import Executor, MeasureJob, SideBySide, Sizes, same_machine
+from halo.autoschedule.measure import (
+    Executor,
+    MeasureJob,
+    Measurement,
+    SideBySide,
+    Sizes,
+    same_machine,
+)
 from halo.autoschedule.train.draws import draw_states
 from halo.autoschedule.train.pipelines import schedule_json, state_json, training_pipeline
 from halo.autoschedule.train.samples import append, host_facts, read
 from halo.errors import HaloError
 from halo.random_programs.random_pipeline import GENERATOR_VERSION, random_pipeline
 from halo.random_programs.size_profile import PROFILES, REALISTIC
+
+
+CUTOFF_S = 1.0  # a schedule whose first call takes longer is timed once
 
 
 @dataclass(frozen=True)
@@ -112,7 +122,10 @@ def _measure(plans: list[dict], options: CollectOptions, facts: dict, executor: 
              ) -> Iterable[list[dict]]:
     """The records of each pipeline of `plans`, measured, once all its jobs are back: a
     pipeline's schedules are one `SideBySide` group (compiled by one worker, then timed
-    in turns), so that the host's drift over time weighs on all of them alike."""
+    in turns), so that the host's drift over time weighs on all of them alike. A
+    schedule whose first call takes over CUTOFF_S is not timed again. A group whose
+    worker crashed or hung (one schedule of it ran for minutes) is measured again one
+    job at a time (`rounds` 1), so that only that schedule fails."""
     by_key = {p["key"]: p for p in plans}
     groups: dict[int, list[MeasureJob]] = {}
     for p in plans:
@@ -120,23 +133,34 @@ def _measure(plans: list[dict], options: CollectOptions, facts: dict, executor: 
             functools.partial(pipeline_outputs, p["seed"], options.profile),
             p.pop("schedule_json"), _sizes(p["seed"], options.profile), options.repeats,
             p["key"], options.threads,
-            functools.partial(pipeline_inputs, p["seed"], options.profile)))
-    schedules = {j.key: j.schedule for jobs in groups.values() for j in jobs}
+            functools.partial(pipeline_inputs, p["seed"], options.profile), CUTOFF_S))
+    jobs = {j.key: j for js in groups.values() for j in js}
     waiting = Counter(p["seed"] for p in plans)
     back: dict[int, list[dict]] = {}
-    for m in executor.measure([SideBySide(tuple(jobs), options.rounds)
-                               for jobs in groups.values()]):
+    again: list[MeasureJob] = []
+
+    def done(m: Measurement, rounds: int) -> list[dict] | None:
         record = by_key[m.key]
         seed = record["seed"]
         waiting[seed] -= 1
         if m.error is not None or same_machine(m.fingerprint, facts):
             record.update(times_s=list(m.times_s) if m.times_s else None, error=m.error,
-                          compile_s=round(m.compile_s, 3), schedule=schedules[m.key],
-                          machine=facts, rounds=options.rounds)
+                          compile_s=round(m.compile_s, 3), schedule=jobs[m.key].schedule,
+                          machine=facts, rounds=rounds)
             del record["key"]
             back.setdefault(seed, []).append(record)
-        if not waiting[seed]:
-            yield back.pop(seed, [])
+        return None if waiting[seed] else back.pop(seed, [])
+
+    for m in executor.measure([SideBySide(tuple(js), options.rounds)
+                               for js in groups.values()]):
+        if m.error is not None and not m.fingerprint and \
+                len(groups[by_key[m.key]["seed"]]) > 1:  # the group's worker failed
+            again.append(jobs[m.key])
+        elif (records := done(m, options.rounds)) is not None:
+            yield records
+    for m in executor.measure(again):
+        if (records := done(m, 1)) is not None:
+            yield records
 
 
 def plan_pipeline(seed: int, options: CollectOptions, facts: dict) -> list[dict]:
