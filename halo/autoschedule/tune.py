@@ -19,12 +19,12 @@ The rounds, until the budget is spent:
    is priced by it.
 
 At the end, in the time kept for it, the RUNOFF fastest measured schedules are measured
-again, RUNOFF_ROUNDS times each in turns: each got there by the best of many noisy times,
-and on a busy machine the fastest first time is as often luck as speed (unsharp's best
-first time, 7.5 ms, ran 11-14 ms timed again). Their runoff medians rank them, ahead of
-the rest. The ranked schedules are checked at awkward sizes (`validate.py`) until one
-passes; it is applied and returned with its time (its runoff median, where it ran) and
-the tuning curve (seconds spent, best first time so far). Measurements from a host whose
+again side by side (RUNOFF_ROUNDS rounds of turns in one worker): each got there by the
+best of many noisy times, and on a busy machine the fastest first time is as often luck
+as speed (unsharp's best first time, 7.5 ms, ran 11-14 ms timed again). Their runoff
+medians rank them, ahead of the rest. The ranked schedules are checked at awkward sizes
+(`validate.py`) until one passes; it is applied and returned with its time (its runoff
+median, where it ran) and the tuning curve (seconds spent, best first time so far). Measurements from a host whose
 fingerprint is not the target's are dropped. With `records=`, every measurement and the
 chosen best (with its runoff times) are appended to the records file (`records.py`), and
 a later call resumes: what was measured is not measured again (but for the runoff), the
@@ -54,6 +54,7 @@ from halo.autoschedule.measure import (
     LocalExecutor,
     MeasureJob,
     Measurement,
+    SideBySide,
     Sizes,
     algorithm_builder,
     apply_schedule,
@@ -370,19 +371,21 @@ class _Session:
                 self._show(bar)
 
     def _runoff(self, executor: Executor, until: float) -> None:
-        """The RUNOFF fastest schedules measured again, RUNOFF_ROUNDS times each, a round
-        of every one in turn (a drift of the machine's speed falls on them all), until
-        `until`; each keeps the times of the rounds that all of them finished."""
+        """The RUNOFF fastest schedules measured again side by side (one `SideBySide`
+        group: compiled by one worker, then RUNOFF_ROUNDS rounds of REPEATS calls of
+        every one in turn, so a drift of the machine's speed falls on them all), if it
+        finishes by `until`; each keeps its median of each round."""
         finalists = self._fastest()[:RUNOFF]
         if len(finalists) < 2 or time.monotonic() >= until:
             return
-        jobs = [self._job(c, k) for _ in range(RUNOFF_ROUNDS) for k, c in enumerate(finalists)]
-        for m in _measured(executor, jobs, until):
+        group = SideBySide(tuple(self._job(c, k) for k, c in enumerate(finalists)),
+                           RUNOFF_ROUNDS)
+        for m in _measured(executor, [group], until):
             if m.error is None and self._same_machine(m):
-                finalists[int(m.key)].runoff.append(m.seconds)
-        rounds = min(len(c.runoff) for c in finalists)
-        for c in finalists:
-            del c.runoff[rounds:]
+                per_round = len(m.times_s) // RUNOFF_ROUNDS
+                finalists[int(m.key)].runoff = [
+                    float(np.median(m.times_s[k:k + per_round]))
+                    for k in range(0, per_round * RUNOFF_ROUNDS, per_round)]
 
     def _same_machine(self, m: Measurement) -> bool:
         """Whether `m` came from a host like the target's (else it is noted, to warn)."""
@@ -478,7 +481,7 @@ class _Session:
                      from_records=False)
 
 
-def _measured(executor: Executor, jobs: list[MeasureJob], until: float
+def _measured(executor: Executor, jobs: list[MeasureJob | SideBySide], until: float
               ) -> Iterator[Measurement]:
     """The executor's measurements of `jobs` as they finish, until `until`: then the jobs
     still running are stopped."""

@@ -17,7 +17,7 @@ from apps import blur, matmul
 from halo.autoschedule import _algorithm, _calls
 from halo.autoschedule.canonical import canonical, renamed_schedule
 from halo.autoschedule.cost_model import TERMS, LinearTermsModel, analytical
-from halo.autoschedule.measure import LocalExecutor, Measurement, algorithm_builder
+from halo.autoschedule.measure import LocalExecutor, Measurement, SideBySide, algorithm_builder
 from halo.autoschedule.proposals import greedy_probe, mutations, random_walk
 from halo.autoschedule.search import Machine, Search, State, root_everything
 from halo.autoschedule.tune import BATCH, EXPLORE, Problem, _Session
@@ -214,22 +214,25 @@ def test_each_round_measures_random_walks_whatever_their_price():
 
 class _Replay:
     """An executor whose measurements are given: `times[schedule]` lists the time of
-    each measurement of that schedule in turn (None: an error)."""
+    each measurement of that schedule in turn (None: an error); a side-by-side group's
+    measurement of it takes a time for each of its rounds (an error if one is None)."""
 
     def __init__(self, machine: dict, times: dict[str, list[float | None]]):
         self.machine, self.times = machine, {k: list(v) for k, v in times.items()}
 
     def measure(self, jobs):
-        for job in jobs:
-            t = self.times[job.schedule].pop(0)
-            yield Measurement(job.key, None if t is None else (t,),
-                              None if t is not None else "failed", self.machine, 0.0)
+        for item in jobs:
+            rounds = item.rounds if isinstance(item, SideBySide) else 1
+            for job in item.jobs if isinstance(item, SideBySide) else (item,):
+                times = [self.times[job.schedule].pop(0) for _ in range(rounds)]
+                failed = None in times
+                yield Measurement(job.key, None if failed else tuple(times),
+                                  "failed" if failed else None, self.machine, 0.0)
 
 
 def test_the_runoff_ranks_by_times_measured_again():
-    """The fastest first time was luck: measured again in turns, the schedules rank by
-    their runoff medians (ahead of those that didn't run), and a round that one of them
-    didn't finish is dropped for them all."""
+    """The fastest first time was luck: measured again side by side, the schedules rank
+    by their runoff medians, ahead of those that didn't run and of one that failed."""
     inp, out, image = _blur((512, 640))
     alg = _algorithm(Environment.of([out]), None, {inp: image})
     search = Search(analytical(), Machine(2, 8), 4, 0, time.monotonic() + 5)
@@ -247,11 +250,11 @@ def test_the_runoff_ranks_by_times_measured_again():
     again = {lucky.schedule: [5.0, 0.9, 6.0], steady.schedule: [2.5, 2.6, 2.4],
              third.schedule: [2.3, 2.1, None], slow.schedule: [3.5, 3.4, 3.6]}
     session._runoff(_Replay(session.machine, again), until=float("inf"))
-    assert [c.runoff for c in (lucky, steady, third, slow)] == \
-        [[5.0, 0.9], [2.5, 2.6], [2.3, 2.1], [3.5, 3.4]]  # third's last round failed
-    assert fifth.runoff == []  # not among the RUNOFF fastest
-    assert session._ranked() == [third, steady, slow, lucky, fifth]
-    assert (third.time_s, lucky.time_s, fifth.time_s) == (2.3, 5.0, 3.0)
+    assert [c.runoff for c in (lucky, steady, slow)] == \
+        [[5.0, 0.9, 6.0], [2.5, 2.6, 2.4], [3.5, 3.4, 3.6]]
+    assert third.runoff == [] and fifth.runoff == []  # failed; not among the fastest
+    assert session._ranked() == [steady, slow, lucky, third, fifth]
+    assert (steady.time_s, lucky.time_s, third.time_s) == (2.5, 5.0, 2.2)
 
 
 def test_a_larger_budget_resumes_without_measuring_again(tmp_path):
