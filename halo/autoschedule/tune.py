@@ -85,6 +85,7 @@ from halo.reference import reference
 from halo.schedule.calls import Call
 from halo.schedule.serialize import schedules_to_json
 from halo.target import Target
+from halo.timing import WARM_S
 
 BATCH = 8          # candidates measured per round
 PROBES = 4         # greedy probes per round
@@ -126,6 +127,7 @@ class _Candidate:
     error: str | None = None
     recorded_best: bool = False
     runoff: list[float] = field(default_factory=list)  # its times measured again at the end
+    compile_s: float = 1.0  # lowering and compiling it took (a guess until measured)
 
     @property
     def time_s(self) -> float | None:
@@ -374,9 +376,12 @@ class _Session:
         """The RUNOFF fastest schedules measured again side by side (one `SideBySide`
         group: compiled by one worker, then RUNOFF_ROUNDS rounds of REPEATS calls of
         every one in turn, so a drift of the machine's speed falls on them all), if it
-        finishes by `until`; each keeps its median of each round."""
+        can finish by `until` (a group's measurements come back together); each keeps
+        its median of each round."""
         finalists = self._fastest()[:RUNOFF]
-        if len(finalists) < 2 or time.monotonic() >= until:
+        needs = sum(c.compile_s + RUNOFF_ROUNDS * (WARM_S + (REPEATS + 1) * c.seconds)
+                    for c in finalists)
+        if len(finalists) < 2 or time.monotonic() + needs >= until:
             return
         group = SideBySide(tuple(self._job(c, k) for k, c in enumerate(finalists)),
                            RUNOFF_ROUNDS)
@@ -399,7 +404,7 @@ class _Session:
         if m.error is None and not self._same_machine(m):
             return
         self.measured += 1
-        c.seconds, c.error = m.seconds, m.error
+        c.seconds, c.error, c.compile_s = m.seconds, m.error, m.compile_s
         if c.error is None and not self.reference_sample:
             self.reference_sample = m.sample
         elif c.error is None and not samples_agree(m.sample, self.reference_sample):
