@@ -13,9 +13,9 @@ Every host compiles for itself, in parallel, and times one job at a time: a job'
 calls hold the host's timing lock (a file lock, released by the OS if its holder dies),
 after `halo.timing`'s warm-up. A `SideBySide` group (schedules of one algorithm) is
 measured in one process, its schedules timed in turns, rounds of them, so that the
-host's drift over time weighs on all alike. A measurement carries its host's `fingerprint` (CPU model
-and features, thread count, halo version); the driver keeps only those matching the
-target's (`same_machine`).
+host's drift over time weighs on all alike. A measurement carries its host's
+`fingerprint` (CPU model and features, thread count, halo version); the driver keeps
+only those matching the target's (`same_machine`).
 
 The algorithm is rebuilt in the worker by `job.build`, a picklable function (a
 module-level function or a `functools.partial` of one, such as `algorithm_builder`'s)

@@ -24,12 +24,12 @@ best of many noisy times, and on a busy machine the fastest first time is as oft
 as speed (unsharp's best first time, 7.5 ms, ran 11-14 ms timed again). Their runoff
 medians rank them, ahead of the rest. The ranked schedules are checked at awkward sizes
 (`validate.py`) until one passes; it is applied and returned with its time (its runoff
-median, where it ran) and the tuning curve (seconds spent, best first time so far). Measurements from a host whose
-fingerprint is not the target's are dropped. With `records=`, every measurement and the
-chosen best (with its runoff times) are appended to the records file (`records.py`), and
-a later call resumes: what was measured is not measured again (but for the runoff), the
-budget counts the time spent before, and once it is spent (or without `measure=True`)
-the recorded best is returned at once.
+median, where it ran) and the tuning curve (seconds spent, best first time so far).
+Measurements from a host whose fingerprint is not the target's are dropped. With
+`records=`, every measurement and the chosen best (with its runoff times) are appended
+to the records file (`records.py`), and a later call resumes: what was measured is not
+measured again (but for the runoff), the budget counts the time spent before, and once
+it is spent (or without `measure=True`) the recorded best is returned at once.
 """
 from __future__ import annotations
 

@@ -41,7 +41,6 @@ from halo.errors import HaloError
 from halo.random_programs.random_pipeline import GENERATOR_VERSION, random_pipeline
 from halo.random_programs.size_profile import PROFILES, REALISTIC
 
-
 CUTOFF_S = 1.0  # a schedule whose first call takes longer is timed once
 
 

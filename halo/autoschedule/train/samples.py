@@ -7,9 +7,9 @@ hash of what that drew, to notice a generator that changed without its version),
 search state (`pipelines.state_json`), how it was drawn (`how`), the schedule as halo's
 JSON records (`schedule`, to measure it again), the measured `times_s` (or `error`;
 `rounds` rounds of `repeats` calls, the pipeline's schedules timed in turns; records
-without `rounds` were timed one schedule at a time), `compile_s`, and `machine`: the measuring host's fingerprint
-(`halo.autoschedule.measure.fingerprint`) with the facts the features depend on
-(`vector_bytes`, `cache_bytes`).
+without `rounds` were timed one schedule at a time), `compile_s`, and `machine`: the
+measuring host's fingerprint (`halo.autoschedule.measure.fingerprint`) with the facts
+the features depend on (`vector_bytes`, `cache_bytes`).
 """
 from __future__ import annotations
 
