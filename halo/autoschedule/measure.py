@@ -244,7 +244,8 @@ def run_side_by_side(group: SideBySide) -> list[Measurement]:
             with compiling():
                 with NameScope():  # the names halo makes up, as in the caller's fresh scope
                     outputs = list(job.build())
-                env = env or Environment.of(outputs)
+                if env is None:  # the algorithm's inputs, for default_inputs
+                    env = Environment.of(outputs)
                 apply_schedule(outputs, job.schedule)
                 kernels[i] = Pipeline(outputs).compile(target)
         except Exception as error:  # noqa: BLE001 - any failure is this job's result
