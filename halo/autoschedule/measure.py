@@ -157,6 +157,12 @@ class Measurement:
     sample: tuple[np.ndarray, ...] = field(default=(), repr=False, compare=False)
 
     @property
+    def unmeasured(self) -> bool:
+        """Whether no host measured it: its process crashed or hung, or its task was
+        lost on a cluster (a schedule's own failure comes with the host's fingerprint)."""
+        return not self.fingerprint
+
+    @property
     def seconds(self) -> float | None:
         """The median time of a call (the upper one of an even count), or None."""
         if not self.times_s:
@@ -228,7 +234,7 @@ def run_job(job: MeasureJob) -> Measurement:
     host's timing lock. Errors (a schedule halo refuses, a run that fails) come back as
     the measurement's `error`; only a crash or a hang of the process itself is left to
     the caller."""
-    return run_side_by_side(SideBySide((job,), rounds=1))[0]
+    return run_side_by_side(_group_of(job))[0]
 
 
 def run_side_by_side(group: SideBySide) -> list[Measurement]:
@@ -271,16 +277,17 @@ def run_side_by_side(group: SideBySide) -> list[Measurement]:
             except Exception as error:  # noqa: BLE001
                 done[i] = _error(jobs[i], error, machine, compile_s[i])
                 continue
-            times[i] = [first]
             cutoff = jobs[i].cutoff_s
-            if cutoff is None or first <= cutoff:
-                # The timed calls write into the first call's outputs, as a user's
-                # repeated calls with out= do and as the benchmarks time: a new output
-                # each call would time the page faults of its first touch too (blur's
-                # 123 MB output: 25 ms a call against 19 into an array written before).
-                calls[i] = functools.partial(kernel.run, None, results[i], sizes.origin,
-                                             None, named)
-                times[i] = []
+            if cutoff is not None and first > cutoff:
+                times[i] = [first]  # slow: its first call is its time
+                continue
+            # The timed calls write into the first call's outputs, as a user's repeated
+            # calls with out= do and as the benchmarks time: a new output each call
+            # would time the page faults of its first touch too (blur's 123 MB output:
+            # 25 ms a call against 19 into an array written before).
+            calls[i] = functools.partial(kernel.run, None, results[i], sizes.origin,
+                                         None, named)
+            times[i] = []
         for _ in range(group.rounds):
             for i, call in list(calls.items()):
                 try:
@@ -303,7 +310,12 @@ def _error(job: MeasureJob, error: Exception, machine: dict, seconds: float) -> 
 
 def measure_here(item: MeasureJob | SideBySide) -> list[Measurement]:
     """The measurements of a job or a group, measured in this process."""
-    return run_side_by_side(item if isinstance(item, SideBySide) else SideBySide((item,), 1))
+    return run_side_by_side(_group_of(item))
+
+
+def _group_of(item: MeasureJob | SideBySide) -> SideBySide:
+    """A group as it is; a job as a group of one, timed once."""
+    return item if isinstance(item, SideBySide) else SideBySide((item,), rounds=1)
 
 
 def apply_schedule(outputs: list[Func], text: str) -> None:
@@ -389,13 +401,9 @@ def _host_lock(mode: int) -> Iterator[None]:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _jobs_of(item: MeasureJob | SideBySide) -> tuple[MeasureJob, ...]:
-    return item.jobs if isinstance(item, SideBySide) else (item,)
-
-
 def _failed(item: MeasureJob | SideBySide, failure: WorkerFailure) -> list[Measurement]:
     return [Measurement(job.key, None, f"{failure.kind}: {failure.message}", {}, 0.0)
-            for job in _jobs_of(item)]
+            for job in _group_of(item).jobs]
 
 
 # ------------------------------------------------------------------------- executors
@@ -460,7 +468,7 @@ def measure_isolated(item: MeasureJob | SideBySide, timeout_s: float = DEFAULT_T
 def _lost(item: MeasureJob | SideBySide, error: BaseException) -> list[Measurement]:
     return [Measurement(job.key, None, f"the task failed on the cluster: "
                                        f"{type(error).__name__}: {error}", {}, 0.0)
-            for job in _jobs_of(item)]
+            for job in _group_of(item).jobs]
 
 
 class DaskExecutor:

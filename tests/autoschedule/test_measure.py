@@ -80,6 +80,7 @@ def test_refused_schedule_is_an_error_measurement():
     bad = _hand_schedule().replace('"blur_x"', '"no_such_func"')
     m = run_job(MeasureJob(blur_outputs, bad, SIZES, key="bad"))
     assert m.times_s is None and "no_such_func" in m.error
+    assert not m.unmeasured  # the host measured it: halo refused it there
 
 
 def test_sizes_of_an_offset_region():
@@ -195,4 +196,5 @@ def test_a_crash_in_a_group_is_every_ones_error():
     assert sorted(results) == ["a", "alone", "crash"]
     assert results["a"].error.startswith("crash: the worker died")
     assert results["crash"].error.startswith("crash: the worker died")
+    assert results["a"].unmeasured and results["crash"].unmeasured
     assert results["alone"].error is None and len(results["alone"].times_s) == 1

@@ -152,8 +152,7 @@ def _measure(plans: list[dict], options: CollectOptions, facts: dict, executor: 
 
     for m in executor.measure([SideBySide(tuple(js), options.rounds)
                                for js in groups.values()]):
-        if m.error is not None and not m.fingerprint and \
-                len(groups[by_key[m.key]["seed"]]) > 1:  # the group's worker failed
+        if m.unmeasured and len(groups[by_key[m.key]["seed"]]) > 1:
             again.append(jobs[m.key])
         elif (records := done(m, options.rounds)) is not None:
             yield records
