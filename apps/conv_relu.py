@@ -148,6 +148,71 @@ def _tile(funcs, branch, channels: int, rows: int, columns: int, depth: int,
         .reorder(c, ys, xs, cii, yt, xt).gpu_threads(cii, yt, xt)
 
 
+# The largest batch `gpu_schedule_small_batch` is meant for: on an H200 it was faster than
+# `gpu_schedule` and cuDNN at 1 and 2 images, 1.8x slower than `gpu_schedule` at 32
+# (docs/gpu.md).
+SMALL_BATCH = 2
+
+
+def gpu_schedule_small_batch(funcs, channels: int = 32, columns: int = 56, depth: int = 32,
+                             registers: tuple[int, int] = (4, 7), groups: int = 4,
+                             stages: int = 2) -> None:
+    """For target 'cuda', for a batch of a few images, whose blocks of `gpu_schedule`
+    leave most of the GPU's warp slots empty: the reduction over input channels is split
+    among `groups` groups of the block's threads too (`rfactor`), so a block has `groups`
+    times the threads. A block computes `channels` output channels x one row x `columns`
+    pixels; each step of `depth` input channels, its threads copy the zero-padded input
+    window (`depth` x 3 x `columns` + 2, double-buffered with `stages` > 1) into shared
+    memory, and the thread of group g, tile t accumulates `registers` (channels,
+    neighbouring columns) of its `depth / groups` channels in registers (the intermediate
+    `conv_intm_local`, 1 / `groups` of the sums), across the whole reduction. At the end
+    each thread writes its partial sums to shared memory (`conv_intm`) and the threads of
+    one group add up the `groups` partials of each output (conv, in registers), with the
+    bias, for relu. Any size runs (tiles of `columns` shift inwards, channel tails are
+    guarded); at 1 and 2 images of ResNet's 56 x 56 layers it measured faster than
+    `gpu_schedule` and cuDNN on an H200, at 32 slower (docs/gpu.md). Picks: the
+    (`groups` x `channels / registers[0]` x `columns / registers[1]`) threads of a block
+    are at most 1024, and `depth` is a multiple of `groups`."""
+    n, co, y, x = halo.vars("n co y x")
+    coo, coi, xo, xi, ct, cv, xt, xv, tile = halo.vars("coo coi xo xi ct cv xt xv tile")
+    cio, cii, u, ciu, g, c, ck, cz, cy, xs = halo.vars("cio cii u ciu g c ck cz cy xs")
+    relu, conv, padded, r = funcs["relu"], funcs["conv"], funcs["padded"], funcs["r"]
+    rc, rx = registers
+
+    def threads(stage, co, x, *outer):
+        """The (channel, column) register tiles of `stage` over the block's threads (`outer`
+        outside them, the group `g` first among the threads where given)."""
+        stage.split(co, ct, cv, rc, tail="guard").split(x, xt, xv, rx, tail="guard")
+        return stage.reorder(*outer, ct, xt, cv, xv).unroll(cv).unroll(xv)
+
+    relu.split(co, coo, coi, channels).split(x, xo, xi, columns) \
+        .split(coi, ct, cv, rc).split(xi, xt, xv, rx) \
+        .reorder(n, coo, y, xo, ct, xt, cv, xv).fuse(y, xo, tile) \
+        .gpu_blocks(n, coo, tile).gpu_threads(ct, xt).unroll(cv).unroll(xv)
+    conv.compute_at(relu, tile).store_in("local")
+    threads(conv, co, x, n, y).gpu_threads(ct, xt)
+    merge = conv.update(0)
+    merge.split(r.x, cio, cii, depth).split(cii, u, ciu, depth // groups)
+    partial = merge.rfactor(u, g)  # partial[g, n, co, y, x]: group g's sums
+    threads(merge, co, x, n, y).reorder(n, y, ct, xt, u, cv, xv).unroll(u) \
+        .gpu_threads(ct, xt)
+    local = partial.cache_write("local")
+    partial.compute_at(relu, tile)  # (in shared memory: read by other threads)
+    threads(partial, partial.args[2], partial.args[4], n, y, g).gpu_threads(g, ct, xt)
+    local.compute_at(relu, tile).store_in("local")
+    threads(local, co, x, n, y, g).gpu_threads(g, ct, xt)
+    update = threads(local.update(0), co, x, n, y, cio, g)
+    update.reorder(n, y, cio, g, ct, xt, ciu, r.y, r.z, cv, xv).gpu_threads(g, ct, xt) \
+        .unroll(r.y).unroll(r.z)
+    padded.compute_at(update, cio).store_in("shared")
+    if stages > 1:
+        padded.double_buffer(stages)
+    image_c, image_y, image_x = padded.args[1:]
+    padded.split(image_x, xs, xt, columns // rx).split(image_c, c, ck, depth) \
+        .split(ck, cz, cy, channels // rc).reorder(c, image_y, xs, cz, cy, xt) \
+        .gpu_threads(cz, cy, xt)
+
+
 def gpu_schedule_direct(funcs) -> None:
     """For target 'cuda', without shared memory: a block per image, 4 output channels and
     8 x 32 pixels; each thread accumulates its 4 channels of one pixel in registers

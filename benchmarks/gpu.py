@@ -314,7 +314,9 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         image = torch.randn(batch, 64, 56, 56, device=dev)
         weights = torch.randn(64, 64, 3, 3, device=dev) * 0.1
         bias = torch.randn(64, device=dev)
-        kernel, start = _halo(conv_relu, lambda f: f["relu"])
+        small = batch <= conv_relu.SMALL_BATCH
+        kernel, start = _halo(conv_relu, lambda f: f["relu"], conv_relu.gpu_schedule_small_batch
+                              if small else conv_relu.gpu_schedule)
         out = torch.empty(batch, 64, 56, 56, device=dev)
         call = lambda: kernel(out=out, image=image, weights=weights, bias=bias)  # noqa: E731
         compile_s = _first_call(torch, call, start)
@@ -331,10 +333,15 @@ def run_case(name: str, torch, timer: Timer, triton) -> list[dict]:
         tilings.append(("halo, 16 channels x 4 x 56 pixels, 4 x 8 registers, 8 input "
                         "channels a step (the default before)",
                         {"channels": 16, "depth": 8, "registers": (4, 8)}))
-        for label, schedule in (
-                *((label, lambda f, a=arguments: conv_relu.gpu_schedule(
-                    f, **a, small_batches=())) for label, arguments in tilings),
-                ("halo, direct (no shared memory)", conv_relu.gpu_schedule_direct)):
+        schedules = [
+            ("halo, `gpu_schedule` (one pipeline for any batch, small ones specialized)",
+             conv_relu.gpu_schedule) if small else
+            ("halo, `gpu_schedule_small_batch` (the reduction split among 4 groups of "
+             "threads)", conv_relu.gpu_schedule_small_batch),
+            *((label, lambda f, a=arguments: conv_relu.gpu_schedule(f, **a, small_batches=()))
+              for label, arguments in tilings),
+            ("halo, direct (no shared memory)", conv_relu.gpu_schedule_direct)]
+        for label, schedule in schedules:
             other, _ = _halo(conv_relu, lambda f: f["relu"], schedule)
             variants[label] = _variant(other, out, image=image, weights=weights, bias=bias)
         moved, flops = (image.numel() + out.numel()) * 4, 2 * batch * 64 * 64 * 9 * 56 * 56

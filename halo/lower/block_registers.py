@@ -111,7 +111,7 @@ class _Find(ScopedMutator):
             return r
         tails = _WarpTails(r.name, self.lets, self.loops)
         r = n.Realize(r.name, r.type, r.bounds, tails.mutate(r.body), r.scope)
-        out = _Privatize(r).realize()
+        out = _Privatize(r, self.lets).realize()
         if tails.checks:
             if out.scope != "warp":
                 raise InternalError(f"{r.name}: tails dropped for a warp array it isn't")
@@ -144,10 +144,15 @@ class _Find(ScopedMutator):
 
 
 class _Privatize:
-    def __init__(self, r: n.Realize):
-        self.r = r
+    def __init__(self, r: n.Realize, lets: dict[str, n.Expr]):
+        """`lets`: those around the Realize, as written (an rfactor intermediate computed
+        beside the Func has them define the Func's stages' boxes there)."""
+        self.r, self.outer_lets = r, lets
         self.accesses: list[_Access] = []
-        self._collect(r.body, (), {})
+        expanded: dict[str, n.Expr] = {}
+        for name, value in lets.items():  # (outermost first)
+            expanded[name] = expand_lets(value, expanded)
+        self._collect(r.body, (), expanded)
 
     def _refuse(self, why: str) -> ScheduleError:
         return ScheduleError(
@@ -226,7 +231,7 @@ class _Privatize:
                         f"{'a store' if a.write else 'a load'}")
         sizes = [max(box[1][d] for box in boxes) for d in range(len(starts))]
         self._check_disjoint(starts, sizes, shape)
-        body = _Rewrite(self.r.name, starts).mutate(self.r.body)
+        body = _Rewrite(self.r.name, starts, self.outer_lets).mutate(self.r.body)
         bounds = tuple((const(0), const(size)) for size in sizes)
         return n.Realize(self.r.name, self.r.type, bounds, body,
                          "warp" if all(warp) else self.r.scope)
@@ -401,8 +406,8 @@ class _Rewrite(FuncAccessMutator, ScopedMutator):
     """Every access of the buffer relative to its thread's part (the proof's starts,
     with the thread indices of the access's own loops)."""
 
-    def __init__(self, name: str, starts: list[n.Expr]):
-        super().__init__()
+    def __init__(self, name: str, starts: list[n.Expr], lets: dict[str, n.Expr]):
+        super().__init__(lets=lets)
         self.name, self.starts = name, starts
 
     def coordinates(self, args: tuple[n.Expr, ...]) -> tuple[n.Expr, ...]:

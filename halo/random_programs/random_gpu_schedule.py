@@ -17,7 +17,8 @@ and the placement decides the level its stages run at and so what they may bind:
   block's threads through `gpu_threads` on its own loops (directly, or on the inner loops
   of a tile), or done by the block's first thread; atomic updates may bind reduction loops
   to the threads; at a serial loop, half of them `double_buffer`ed (2 or 3 stages, by the
-  seed);
+  seed); an associative update may be `rfactor`ed too, its intermediate in the merge's
+  threads or beside the merge, at the loop it is computed at;
 * at kernel or block level, an associative update (an rfactor's merge too) may be a warp
   reduction: a reduction loop split by a power of two up to 32 and its inner loop bound
   to threads (a block whose x extent that doesn't divide is refused: unfit);
@@ -225,7 +226,7 @@ def _schedule_func(drawer: GpuDrawer, placer: Placer, name: str, rng: random.Ran
         if k == 0 and name == drawer.unbound:
             continue
         intm = None
-        if level == KERNEL and k > 0:
+        if level in (KERNEL, BLOCK) and k > 0:
             intm = draw_rfactor(drawer, st, rng)
         if intm is None and _atomic_allowed(drawer, st) and \
                 (rng.random() < ATOMIC_RATE or not _pure_dims(st)):
@@ -468,9 +469,13 @@ def _kind_with_factor(drawer: GpuDrawer, st: StageState, name: str, method: str,
 def _place_intermediate(drawer: GpuDrawer, placer: Placer, st: StageState, name: str,
                         rng: random.Random) -> None:
     """An rfactor's intermediate: a kernel of its own, or computed in the merge's
-    blocks (shared memory) or threads (registers)."""
+    blocks (shared memory) or threads (registers), or, for a merge computed in a
+    kernel's blocks, beside it at the same loop (conv_relu's `gpu_schedule_small_batch`:
+    each thread's partials then meet in shared memory)."""
     sites = [(st.ref(), d.name, level) for d in st.dims
              if (level := site_level(placer, st.ref(), d.name)) in (BLOCK, THREAD)]
+    if drawer.levels[st.func.name] == BLOCK:
+        sites.append((*drawer.placements[st.func.name], BLOCK))
     if sites and rng.random() < 0.5:
         ref, var, level = rng.choice(sites)
         drawer.emit(Call(StageRef(name), "compute_at", (ref, var)))

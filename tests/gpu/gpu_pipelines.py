@@ -248,11 +248,37 @@ def rfactor_rows(shape=(13, 1000)):
     return total, {inp: _image(shape).round()}, (shape[0],)
 
 
+def rfactor_registers(shape=(37, 11, 50)):
+    """Sums over r split among 4 groups of a block's threads (rfactor): each thread's
+    partials in registers (the intermediate's `cache_write("local")`), merged through
+    shared memory into totals each thread keeps in registers, then scaled. The totals'
+    boxes are defined beside the intermediate, outside the totals' own storage."""
+    y, x, yo, xo, yi, xi, g, ro, ri = halo.vars("y x yo xo yi xi g ro ri")
+    inp = halo.ImageParam(halo.float32, 3, "inp")
+    r = halo.RDom((0, shape[2]), name="r")
+    total = halo.Func("total")
+    total[y, x] = 0.0
+    total[y, x] += inp[y, x, r.x]
+    out = halo.Func("out")
+    out[y, x] = total[y, x] * 2
+    out.tile(y, x, yo, xo, yi, xi, 4, 8).gpu_blocks(yo, xo).gpu_threads(yi, xi)
+    total.compute_at(out, xo).store_in("local").gpu_threads(y, x)
+    total.update(0).split(r.x, ro, ri, 4)
+    partial = total.update(0).rfactor(ri, g)
+    total.update(0).reorder(y, x, ri).gpu_threads(y, x).unroll(ri)
+    local = partial.cache_write("local")
+    partial.compute_at(out, xo).gpu_threads(*partial.args)
+    local.compute_at(out, xo).store_in("local").gpu_threads(*local.args)
+    local.update(0).reorder(ro, *local.args).gpu_threads(*local.args)
+    return out, {inp: _image(shape)}, shape[:2]
+
+
 PIPELINES.update({
     "histogram": histogram,
     "atomic_max_and_float_sum": atomic_max_and_float_sum,
     "narrow_atomic": narrow_atomic,
     "rfactor_rows": rfactor_rows,
+    "rfactor_registers": rfactor_registers,
 })
 
 

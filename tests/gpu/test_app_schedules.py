@@ -100,9 +100,12 @@ def test_harris(shape, tile):
     lambda f: conv_relu.gpu_schedule(f, stages=2),
     lambda f: conv_relu.gpu_schedule(f, channels=16, rows=2, columns=16, depth=4,
                                      registers=(4, 8), stages=3),
-    lambda f: conv_relu.gpu_schedule(f, small_batches=())],
+    lambda f: conv_relu.gpu_schedule(f, small_batches=()),
+    conv_relu.gpu_schedule_small_batch,
+    lambda f: conv_relu.gpu_schedule_small_batch(f, channels=8, columns=16, depth=8,
+                                                 registers=(2, 4), groups=4, stages=1)],
     ids=["shared", "direct", "shared_small_tiles", "registers_4_8", "double_buffered",
-         "three_stages", "one_tiling"])
+         "three_stages", "one_tiling", "small_batch", "small_batch_small_tiles"])
 @pytest.mark.parametrize(("batch", "ci", "co", "h", "w"),
                          [(1, 1, 1, 1, 1), (2, 3, 6, 7, 33), (1, 13, 37, 9, 40),
                           (5, 3, 17, 6, 58)])

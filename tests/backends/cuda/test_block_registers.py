@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 import halo
-from apps import matmul
+from apps import conv_relu, matmul
 from halo.backends.cuda.cuda_c import PRELUDE
 from halo.ir import nodes as n
 from halo.ir.types import float32, int32
@@ -70,6 +70,20 @@ def test_the_accumulators_are_registers_in_ptx(tmp_path):
     text = ptx.read_text()
     assert ".local" not in text, "C_local spilled to local memory"
     assert "fma.rn.f32" in text
+
+
+def test_partials_of_an_rfactor_and_their_merge_are_registers():
+    """conv_relu's small-batch schedule: each thread's partial sums (the rfactor
+    intermediate's local cache) and the merged sums are registers, though the merged
+    sums' boxes are defined beside the intermediate, outside their own storage; the
+    partials meet in shared memory."""
+    *_, relu, funcs = conv_relu.algorithm()
+    conv_relu.gpu_schedule_small_batch(funcs, channels=16, columns=16, depth=8,
+                                       registers=(2, 4), groups=4)
+    source = relu.compile(target=CUDA).function.kernels_source
+    assert "float conv_intm_local[8];" in source
+    assert "float conv[8];" in source
+    assert re.search(r"__shared__ .*float conv_intm\[", source)
 
 
 def _refused(schedule, match):

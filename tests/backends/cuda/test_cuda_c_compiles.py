@@ -21,11 +21,14 @@ NVCC = shutil.which("nvcc")
 
 
 def _app_outputs():
-    """Each app's output with its GPU schedule."""
+    """Each app's output with its GPU schedule (and conv_relu's for small batches)."""
     for app in (blur, conv_relu, harris, histogram, matmul, softmax, unsharp):
         *_, out, funcs = app.algorithm()
         app.gpu_schedule(funcs)
         yield app.__name__.split(".")[-1], out
+    *_, out, funcs = conv_relu.algorithm()
+    conv_relu.gpu_schedule_small_batch(funcs)
+    yield "conv_relu_small_batch", out
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
