@@ -45,21 +45,24 @@ def algorithm():
 
 def blocking() -> tuple[int, int, int, int]:
     """(rows, columns) of the intrinsic's register tile, the 4-byte groups of k per call
-    (256 k: the tile is loaded and stored once per 256 k), and the rows of a parallel
+    (512 k: the tile is loaded and stored once per 512 k), and the rows of a parallel
     task's tile: 8 x 48 int32 (24 of AVX-512's 32 registers), or 4 x 24 with AVX-VNNI's
-    16."""
+    16. A task of 1,024 rows packs its panel of weights once for all of them: at 1024^3
+    on the 2-core Xeon (2 threads) 1,027 GOP/s against 943 with tasks of 256 rows and
+    groups of 64 (docs/schedule.md); at 512^3 fewer, larger tasks balance worse on two
+    cores (588 against 717)."""
     wide = "avx512vnni" in halo.target.host_cpu().features
     rows, columns = (8, 48) if wide else (4, 24)
-    return rows, columns, 64, 256
+    return rows, columns, 128, 1024
 
 
 def schedule(funcs) -> None:
-    """out is cut into tiles of 256 rows x `columns`, one per parallel task, the tiles of
-    a column panel one after another; acc is computed per tile, its initialization and
-    its reduction both tensorized by the intrinsic's register tile (the reduction by 64
-    groups of 4 k per call, which keeps the tile in registers across them). The 256 k of
+    """out is cut into tiles of 1,024 rows x `columns`, one per parallel task, the tiles
+    of a column panel one after another; acc is computed per tile, its initialization and
+    its reduction both tensorized by the intrinsic's register tile (the reduction by 128
+    groups of 4 k per call, which keeps the tile in registers across them). The 512 k of
     a call are the outer loop of acc's update, and per step the weights they read are
-    packed there (`packed` computed at that loop: 64 x 48 x 4 bytes, 12 KB, contiguous),
+    packed there (`packed` computed at that loop: 128 x 48 x 4 bytes, 24 KB, contiguous),
     so every register tile of the task reads them from the L1 cache, one row of 192
     bytes per group (packed once at root, the weights' rows are a whole matrix row apart,
     a new page per group: 25-40% slower on an AVX-512 Xeon). out requantizes the tile in

@@ -218,7 +218,7 @@ def _app():
 
 @needs_vnni
 @pytest.mark.parametrize("shape", [(1, 1, 1), (7, 13, 5), (37, 101, 131), (40, 96, 64),
-                                   (17, 97, 300)],
+                                   (17, 97, 300), (1100, 50, 600)],
                          ids=lambda s: "x".join(map(str, s)))
 def test_the_quantized_matmul_app_matches_numpy_and_the_reference(shape):
     m, n, k = shape
