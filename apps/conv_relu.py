@@ -148,31 +148,31 @@ def _tile(funcs, branch, channels: int, rows: int, columns: int, depth: int,
         .reorder(c, ys, xs, cii, yt, xt).gpu_threads(cii, yt, xt)
 
 
-# The largest batch `gpu_schedule_small_batch` is meant for: on an H200 it was faster than
-# `gpu_schedule` and cuDNN at 1 and 2 images, 1.8x slower than `gpu_schedule` at 32
-# (docs/gpu.md).
+# The largest batch `gpu_schedule_small_batch` is meant for: on an H200 its default was
+# faster than `gpu_schedule` and cuDNN at 1 and 2 images (larger batches were measured
+# only with earlier tilings: slower than `gpu_schedule` at 32; docs/gpu.md).
 SMALL_BATCH = 2
 
 
 def gpu_schedule_small_batch(funcs, channels: int = 32, columns: int = 56, depth: int = 32,
                              registers: tuple[int, int] = (4, 7), groups: int = 4,
                              stages: int = 2) -> None:
-    """For target 'cuda', for a batch of a few images, whose blocks of `gpu_schedule`
-    leave most of the GPU's warp slots empty: the reduction over input channels is split
-    among `groups` groups of the block's threads too (`rfactor`), so a block has `groups`
-    times the threads. A block computes `channels` output channels x one row x `columns`
-    pixels; each step of `depth` input channels, its threads copy the zero-padded input
-    window (`depth` x 3 x `columns` + 2, double-buffered with `stages` > 1) into shared
-    memory, and the thread of group g, tile t accumulates `registers` (channels,
-    neighbouring columns) of its `depth / groups` channels in registers (the intermediate
-    `conv_intm_local`, 1 / `groups` of the sums), across the whole reduction. At the end
-    each thread writes its partial sums to shared memory (`conv_intm`) and the threads of
-    one group add up the `groups` partials of each output (conv, in registers), with the
-    bias, for relu. Any size runs (tiles of `columns` shift inwards, channel tails are
-    guarded); at 1 and 2 images of ResNet's 56 x 56 layers it measured faster than
-    `gpu_schedule` and cuDNN on an H200, at 32 slower (docs/gpu.md). Picks: the
-    (`groups` x `channels / registers[0]` x `columns / registers[1]`) threads of a block
-    are at most 1024, and `depth` is a multiple of `groups`."""
+    """For target 'cuda', for a batch of one or two images (`SMALL_BATCH`), whose blocks of
+    `gpu_schedule` leave most of the GPU's warp slots empty: the reduction over input
+    channels is split among `groups` groups of the block's threads too (`rfactor`), so a
+    block has `groups` times the threads. A block computes `channels` output channels x one
+    row x `columns` pixels; each step of `depth` input channels, its threads copy the
+    zero-padded input window (`depth` x 3 x `columns` + 2, double-buffered with `stages` >
+    1) into shared memory, and the thread of group g, tile t accumulates `registers`
+    (channels, neighbouring columns) of its `depth / groups` channels in registers (the
+    intermediate `conv_intm_local`, 1 / `groups` of the sums), across the whole reduction.
+    At the end each thread writes its partial sums to shared memory (`conv_intm`) and the
+    threads of one group add up the `groups` partials of each output (conv, in registers),
+    with the bias, for relu. Any size runs (tiles of `columns` shift inwards, channel tails
+    are guarded); at 1 and 2 images of ResNet's 56 x 56 layers it measured faster than
+    `gpu_schedule` and cuDNN on an H200 (docs/gpu.md). Picks: the (`groups` x `channels /
+    registers[0]` x `columns / registers[1]`) threads of a block are at most 1024, and
+    `depth` is a multiple of `groups`."""
     n, co, y, x = halo.vars("n co y x")
     coo, coi, xo, xi, ct, cv, xt, xv, tile = halo.vars("coo coi xo xi ct cv xt xv tile")
     cio, cii, u, ciu, g, c, ck, cz, cy, xs = halo.vars("cio cii u ciu g c ck cz cy xs")
